@@ -1,0 +1,119 @@
+//! Error values. Every error says what happened and what to change.
+
+use std::fmt;
+
+/// Why a builder refused its configuration.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The false-positive rate is not a number strictly between 0 and 1.
+    InvalidFalsePositiveRate {
+        /// The value given.
+        requested: f64,
+    },
+    /// The false-positive rate is below what 31-bit fingerprints can deliver.
+    FalsePositiveRateTooSmall {
+        /// The value given.
+        requested: f64,
+        /// The smallest supported value.
+        smallest: f64,
+    },
+    /// The capacity is zero (or was never set).
+    ZeroCapacity,
+    /// The capacity is so large that the table's size overflows the address space.
+    CapacityTooLarge {
+        /// The value given.
+        capacity: usize,
+    },
+    /// The allocator refused the table's memory.
+    OutOfMemory {
+        /// Bytes that were asked for.
+        bytes: usize,
+    },
+    /// The stripe count is zero or not a power of two.
+    InvalidStripes {
+        /// The value given.
+        stripes: usize,
+    },
+    /// The growth limit is below the initial capacity.
+    MaxCapacityBelowCapacity {
+        /// The initial capacity.
+        capacity: usize,
+        /// The limit given.
+        max_capacity: usize,
+    },
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::InvalidFalsePositiveRate { requested } => write!(
+                f,
+                "false-positive rate {requested} is not strictly between 0 and 1; pass e.g. 0.001 for 0.1%"
+            ),
+            BuildError::FalsePositiveRateTooSmall { requested, smallest } => write!(
+                f,
+                "false-positive rate {requested} is below the smallest supported rate {smallest:e}; \
+                 raise it, or check the key exactly after a positive answer"
+            ),
+            BuildError::ZeroCapacity => {
+                write!(f, "capacity is zero; set the expected number of items with .capacity(n), n >= 1")
+            }
+            BuildError::CapacityTooLarge { capacity } => write!(
+                f,
+                "capacity {capacity} needs a table larger than the address space; lower it, or raise the false-positive rate"
+            ),
+            BuildError::OutOfMemory { bytes } => write!(
+                f,
+                "could not allocate {bytes} bytes for the table; lower the capacity or raise the false-positive rate"
+            ),
+            BuildError::InvalidStripes { stripes } => {
+                write!(f, "stripe count {stripes} is not a power of two >= 1; pass e.g. 1024")
+            }
+            BuildError::MaxCapacityBelowCapacity { capacity, max_capacity } => write!(
+                f,
+                "max_capacity {max_capacity} is below capacity {capacity}; raise max_capacity or lower capacity"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// Why an insert did not store its key. In every case the filter is unchanged apart from
+/// relocations, which move fingerprints between their two buckets and lose nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InsertError {
+    /// No free slot could be made within the relocation search budget: the filter is
+    /// (nearly) full. Build a larger filter or enable growth with `max_capacity`.
+    Full,
+    /// Both of the key's buckets are full of copies of its fingerprint: the same key (or
+    /// one indistinguishable from it) was inserted 8 times already. Remove a copy first,
+    /// or use `insert_unique`.
+    TooManyCopies,
+    /// The filter is full and has already grown to its `max_capacity`.
+    MaxCapacityReached {
+        /// The configured limit, in items.
+        max_capacity: usize,
+    },
+}
+
+impl fmt::Display for InsertError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InsertError::Full => f.write_str(
+                "cuckoo filter is full: no relocation path within the search budget; build a larger filter",
+            ),
+            InsertError::TooManyCopies => f.write_str(
+                "key's two buckets already hold 8 copies of its fingerprint; remove one first or use insert_unique",
+            ),
+            InsertError::MaxCapacityReached { max_capacity } => write!(
+                f,
+                "cuckoo filter is full and has reached its max_capacity of {max_capacity} items; raise max_capacity"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for InsertError {}

@@ -1,0 +1,129 @@
+//! [`FilterBuilder`]: validates a configuration and sizes the table.
+
+use super::bucket::SLOTS;
+use super::hash::{Geometry, MAX_FINGERPRINT_BITS};
+use super::table::{table_bytes, Table, GROUP};
+use super::CuckooFilter;
+use crate::error::BuildError;
+
+/// False-positive rate used by [`CuckooFilter::with_capacity`] and by a builder that is
+/// not given one: 0.1%, which takes 13-bit slots.
+pub const DEFAULT_FALSE_POSITIVE_RATE: f64 = 0.001;
+
+/// The table is sized so that `capacity` items fill it to this load; (2,4) cuckoo tables
+/// reach about 96–97% before the first failed insert.
+pub(crate) const TARGET_LOAD_PERCENT: u128 = 95;
+
+/// Most stripes chosen by default: enough that writers on a few dozen cores rarely meet,
+/// and few enough (24 KiB) that the stamps stay in cache.
+const DEFAULT_MAX_STRIPES: usize = 1024;
+
+/// Configures a [`CuckooFilter`]. Made by [`CuckooFilter::builder`].
+///
+/// # Examples
+///
+/// ```
+/// use cuckoo_gate::CuckooFilter;
+///
+/// let filter = CuckooFilter::builder()
+///     .capacity(100_000)
+///     .false_positive_rate(0.01)
+///     .seed(42)
+///     .build()?;
+/// assert!(filter.capacity() >= 100_000);
+/// # Ok::<(), cuckoo_gate::BuildError>(())
+/// ```
+#[derive(Clone, Debug)]
+#[must_use]
+pub struct FilterBuilder {
+    capacity: usize,
+    false_positive_rate: f64,
+    seed: Option<u64>,
+    stripes: Option<usize>,
+}
+
+impl Default for FilterBuilder {
+    fn default() -> Self {
+        FilterBuilder {
+            capacity: 0,
+            false_positive_rate: DEFAULT_FALSE_POSITIVE_RATE,
+            seed: None,
+            stripes: None,
+        }
+    }
+}
+
+impl FilterBuilder {
+    /// Expected number of items (required, at least 1). The table gets enough slots to hold
+    /// this many at 95% load.
+    pub fn capacity(mut self, items: usize) -> Self {
+        self.capacity = items;
+        self
+    }
+
+    /// Target false-positive rate ε, strictly between 0 and 1 and at least about 1.9e-9
+    /// (31-bit fingerprints). Default [`DEFAULT_FALSE_POSITIVE_RATE`]. The slot width is the
+    /// smallest that meets ε even at 100% load.
+    pub fn false_positive_rate(mut self, epsilon: f64) -> Self {
+        self.false_positive_rate = epsilon;
+        self
+    }
+
+    /// Fixes the hash seed, making placement (and so false positives) reproducible. By
+    /// default every filter draws a random seed, so nobody can precompute keys that collide.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Number of lock stripes, a power of two. By default up to 1024, fewer for tables too
+    /// small to use them. More stripes let more writers proceed at once; a stripe costs 24
+    /// bytes.
+    pub fn stripes(mut self, stripes: usize) -> Self {
+        self.stripes = Some(stripes);
+        self
+    }
+
+    /// Builds the filter.
+    ///
+    /// # Errors
+    ///
+    /// A [`BuildError`] naming the setting to change: ε outside (0, 1) or below the
+    /// smallest supported value, zero capacity, a table too large to address or allocate,
+    /// or a stripe count that is not a power of two.
+    pub fn build(self) -> Result<CuckooFilter, BuildError> {
+        let eps = self.false_positive_rate;
+        if !(eps > 0.0 && eps < 1.0) {
+            return Err(BuildError::InvalidFalsePositiveRate { requested: eps });
+        }
+        let fingerprint_bits =
+            Geometry::fingerprint_bits_for(eps).ok_or(BuildError::FalsePositiveRateTooSmall {
+                requested: eps,
+                smallest: Geometry::fpr_at(MAX_FINGERPRINT_BITS, 1.0),
+            })?;
+        if self.capacity == 0 {
+            return Err(BuildError::ZeroCapacity);
+        }
+        let too_large = BuildError::CapacityTooLarge { capacity: self.capacity };
+        let buckets = (self.capacity as u128 * 100).div_ceil(SLOTS as u128 * TARGET_LOAD_PERCENT);
+        let buckets = usize::try_from(buckets.max(2)).map_err(|_| too_large.clone())?;
+        let stripes = match self.stripes {
+            Some(s) if s.is_power_of_two() => s,
+            Some(s) => return Err(BuildError::InvalidStripes { stripes: s }),
+            None => buckets.div_ceil(GROUP).next_power_of_two().min(DEFAULT_MAX_STRIPES),
+        };
+        let geometry = Geometry::new(buckets, fingerprint_bits);
+        let bytes = table_bytes(geometry, stripes).ok_or(too_large.clone())?;
+        if bytes > isize::MAX as usize {
+            return Err(too_large);
+        }
+        let table = Table::new(geometry, stripes).map_err(|()| BuildError::OutOfMemory { bytes })?;
+        let seed = self.seed.unwrap_or_else(random_seed);
+        Ok(CuckooFilter::from_parts(table, eps, seed))
+    }
+}
+
+/// A seed from ahash's per-process random source and a per-call counter.
+fn random_seed() -> u64 {
+    ahash::RandomState::new().hash_one(0x5eed_u64)
+}

@@ -1,0 +1,251 @@
+//! The packed table: buckets bit-packed into atomic words, guarded by seqlock stripes.
+//!
+//! Bucket `i` occupies bits `[i * 4s, (i + 1) * 4s)` of the word array, where `s` is the
+//! slot width; a bucket may straddle a word boundary, so no bits are wasted for widths
+//! such as 12 or 13. Buckets are grouped by [`GROUP`]: 16 buckets are exactly `s` words,
+//! so a group never shares a word with another group, and a stripe is a set of whole
+//! groups (`stripe = (i / 16) mod S`). Hence two writers holding different stripes never
+//! write the same word, and a writer may update a slot with a plain load/modify/store.
+//!
+//! All words are atomics. Readers load them `Relaxed` inside a seqlock window (see
+//! `stripe.rs`); writers store them `Release` while holding the stripe. Reading a bucket
+//! loads two (rarely three) words starting at the bucket's first word; the array carries
+//! two padding words so that the over-read never leaves it, and the bits read from a
+//! neighbouring group are masked off.
+
+use super::bucket::{Lanes, SLOTS};
+use super::hash::Geometry;
+use super::stripe::Stripe;
+use crate::primitive::{fence, spin_hint, AtomicU64, Ordering};
+
+/// Buckets per stripe group: 16 buckets of 4 slots of `s` bits are exactly `s` words.
+pub(crate) const GROUP: usize = 16;
+
+/// Optimistic attempts before a reader takes the locks.
+const OPTIMISTIC_TRIES: usize = if cfg!(cuckoo_gate_loom) { 2 } else { 16 };
+
+/// The words after the last bucket that a bucket read may touch.
+const PADDING_WORDS: usize = 2;
+
+/// Buckets, stripes and the geometry that maps keys onto them.
+#[derive(Debug)]
+pub(crate) struct Table {
+    geometry: Geometry,
+    lanes: Lanes,
+    words: Box<[AtomicU64]>,
+    stripes: Box<[Stripe]>,
+    stripe_mask: usize,
+}
+
+/// Bytes a table of this shape needs, or `None` on overflow.
+pub(crate) fn table_bytes(geometry: Geometry, stripes: usize) -> Option<usize> {
+    let words = word_count(geometry)?;
+    words.checked_mul(8)?.checked_add(stripes.checked_mul(std::mem::size_of::<Stripe>())?)
+}
+
+fn word_count(geometry: Geometry) -> Option<usize> {
+    let bits = geometry.buckets().checked_mul(SLOTS * geometry.slot_bits() as usize)?;
+    bits.div_ceil(64).checked_add(PADDING_WORDS)
+}
+
+impl Table {
+    /// An empty table; `Err` if the allocation is refused (the size is in `table_bytes`).
+    /// `stripes` must be a power of two.
+    pub(crate) fn new(geometry: Geometry, stripes: usize) -> Result<Self, ()> {
+        debug_assert!(stripes.is_power_of_two());
+        let words = word_count(geometry).ok_or(())?;
+        let mut w = Vec::new();
+        w.try_reserve_exact(words).map_err(|_| ())?;
+        w.extend((0..words).map(|_| AtomicU64::new(0)));
+        let mut s = Vec::new();
+        s.try_reserve_exact(stripes).map_err(|_| ())?;
+        s.extend((0..stripes).map(|_| Stripe::new()));
+        Ok(Table {
+            geometry,
+            lanes: Lanes::new(geometry.slot_bits()),
+            words: w.into_boxed_slice(),
+            stripes: s.into_boxed_slice(),
+            stripe_mask: stripes - 1,
+        })
+    }
+
+    pub(crate) fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    pub(crate) fn lanes(&self) -> &Lanes {
+        &self.lanes
+    }
+
+    pub(crate) fn stripe_count(&self) -> usize {
+        self.stripes.len()
+    }
+
+    /// Bytes held by the words and the stripes.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.words.len() * std::mem::size_of::<AtomicU64>()
+            + self.stripes.len() * std::mem::size_of::<Stripe>()
+    }
+
+    /// Stored fingerprints, summed over the stripes (a snapshot under concurrent writes).
+    pub(crate) fn len(&self) -> usize {
+        self.stripes.iter().map(Stripe::items).sum()
+    }
+
+    /// Fingerprints moved by relocations so far.
+    pub(crate) fn relocations(&self) -> u64 {
+        self.stripes.iter().map(Stripe::relocations).sum()
+    }
+
+    #[inline]
+    fn stripe_of(&self, bucket: usize) -> usize {
+        (bucket / GROUP) & self.stripe_mask
+    }
+
+    /// Loads bucket `bucket` with `Relaxed` loads: consistent only inside a validated
+    /// optimistic read or under the bucket's stripe lock.
+    #[inline]
+    pub(crate) fn load_bucket(&self, bucket: usize) -> u128 {
+        let bucket_bits = self.lanes.bucket_bits();
+        let bit = bucket * bucket_bits as usize;
+        let (w, shift) = (bit / 64, (bit % 64) as u32);
+        let lo = self.words[w].load(Ordering::Relaxed) as u128;
+        let hi = self.words[w + 1].load(Ordering::Relaxed) as u128;
+        let mut value = (lo | hi << 64) >> shift;
+        if shift + bucket_bits > 128 {
+            value |= (self.words[w + 2].load(Ordering::Relaxed) as u128) << (128 - shift);
+        }
+        value & self.lanes.bucket_mask()
+    }
+
+    /// Reads buckets `i1` and `i2` as of one instant and applies `f` to them.
+    ///
+    /// Lock-free while writers leave the two stripes alone: stamps are taken, the buckets
+    /// loaded, the stamps re-checked, and the read retried if a writer came between. After
+    /// [`OPTIMISTIC_TRIES`] failed attempts the reader takes both locks, so it cannot starve.
+    #[inline]
+    pub(crate) fn read_pair<R>(&self, i1: usize, i2: usize, f: impl FnOnce(u128, u128) -> R) -> R {
+        let (a, b) = (&self.stripes[self.stripe_of(i1)], &self.stripes[self.stripe_of(i2)]);
+        for _ in 0..OPTIMISTIC_TRIES {
+            if let (Some(sa), Some(sb)) = (a.optimistic_read(), b.optimistic_read()) {
+                let (b1, b2) = (self.load_bucket(i1), self.load_bucket(i2));
+                #[cfg(not(cuckoo_gate_broken = "skip_validation"))]
+                {
+                    fence(Ordering::Acquire);
+                    if a.unchanged_since(sa) && b.unchanged_since(sb) {
+                        return f(b1, b2);
+                    }
+                }
+                #[cfg(cuckoo_gate_broken = "skip_validation")]
+                {
+                    let _ = (sa, sb);
+                    return f(b1, b2);
+                }
+            }
+            spin_hint();
+        }
+        let locked = self.lock_pair(i1, i2);
+        f(locked.bucket(i1), locked.bucket(i2))
+    }
+
+    /// Locks the stripes of buckets `i1` and `i2` (once if they share one), lowest index
+    /// first so that two writers can never wait on each other. Blocks while another writer
+    /// holds either stripe.
+    pub(crate) fn lock_pair(&self, i1: usize, i2: usize) -> Locked<'_> {
+        let (x, y) = (self.stripe_of(i1), self.stripe_of(i2));
+        let (first, second) = (x.min(y), x.max(y));
+        self.stripes[first].lock();
+        if second != first {
+            self.stripes[second].lock();
+        }
+        Locked { table: self, first, second }
+    }
+
+    /// Locks every stripe in index order, then zeroes the table. Blocks until every writer
+    /// in progress is done; optimistic readers overlapping it retry.
+    pub(crate) fn clear(&self) {
+        for stripe in self.stripes.iter() {
+            stripe.lock();
+        }
+        for word in self.words.iter() {
+            word.store(0, Ordering::Release);
+        }
+        for stripe in self.stripes.iter() {
+            stripe.reset_items();
+            stripe.unlock();
+        }
+    }
+
+    /// Writes `value` into slot `lane` of `bucket`. The caller holds the bucket's stripe.
+    fn store_lane(&self, bucket: usize, lane: usize, value: u64) {
+        let slot_bits = self.lanes.slot_bits();
+        let bit = bucket * self.lanes.bucket_bits() as usize + lane * slot_bits as usize;
+        let (w, shift) = (bit / 64, (bit % 64) as u32);
+        let mask = self.lanes.slot_mask();
+        let word = &self.words[w];
+        let old = word.load(Ordering::Relaxed);
+        word.store((old & !(mask << shift)) | (value << shift), Ordering::Release);
+        if shift + slot_bits > 64 {
+            let done = 64 - shift;
+            let word = &self.words[w + 1];
+            let old = word.load(Ordering::Relaxed);
+            word.store((old & !(mask >> done)) | (value >> done), Ordering::Release);
+        }
+    }
+}
+
+/// Proof that the stripes of one or two buckets are locked; every write goes through it.
+/// Dropping it unlocks.
+pub(crate) struct Locked<'a> {
+    table: &'a Table,
+    first: usize,
+    second: usize,
+}
+
+impl Locked<'_> {
+    fn holds(&self, bucket: usize) -> bool {
+        let stripe = self.table.stripe_of(bucket);
+        stripe == self.first || stripe == self.second
+    }
+
+    /// Bucket `bucket`, which this guard locks.
+    #[inline]
+    pub(crate) fn bucket(&self, bucket: usize) -> u128 {
+        debug_assert!(self.holds(bucket));
+        self.table.load_bucket(bucket)
+    }
+
+    /// Stores `value` in the empty slot `lane` of `bucket`.
+    pub(crate) fn put(&self, bucket: usize, lane: usize, value: u64) {
+        debug_assert!(self.holds(bucket));
+        debug_assert_eq!(self.table.lanes.lane(self.table.load_bucket(bucket), lane), 0);
+        self.table.store_lane(bucket, lane, value);
+        self.table.stripes[self.table.stripe_of(bucket)].add_items(1);
+    }
+
+    /// Empties the occupied slot `lane` of `bucket`.
+    pub(crate) fn take(&self, bucket: usize, lane: usize) {
+        debug_assert!(self.holds(bucket));
+        debug_assert_ne!(self.table.lanes.lane(self.table.load_bucket(bucket), lane), 0);
+        self.table.store_lane(bucket, lane, 0);
+        self.table.stripes[self.table.stripe_of(bucket)].add_items(-1);
+    }
+
+    /// Moves the entry in slot `from_lane` of `from` (stored as `value`) to the empty slot
+    /// `to_lane` of `to`, where it is stored as `moved`: the copy is written before the
+    /// source is cleared.
+    pub(crate) fn relocate(&self, from: usize, from_lane: usize, to: usize, to_lane: usize, moved: u64) {
+        self.put(to, to_lane, moved);
+        self.take(from, from_lane);
+        self.table.stripes[self.table.stripe_of(from)].add_relocation();
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        if self.second != self.first {
+            self.table.stripes[self.second].unlock();
+        }
+        self.table.stripes[self.first].unlock();
+    }
+}

@@ -1,0 +1,73 @@
+//! # cuckoo-gate
+//!
+//! A concurrent cuckoo filter with lock-free lookups, built to sit in front of a cache and
+//! decide what deserves a place in it.
+//!
+//! ```
+//! use cuckoo_gate::CuckooFilter;
+//!
+//! let filter = CuckooFilter::builder()
+//!     .capacity(1_000_000)        // expected number of items
+//!     .false_positive_rate(0.001) // 0.1%
+//!     .build()?;
+//! filter.insert(&"https://example.com/a.png")?;
+//! assert!(filter.contains(&"https://example.com/a.png"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## The algorithm
+//!
+//! A table of `B` buckets of 4 slots; each slot holds an `f`-bit fingerprint of a key plus
+//! one *choice bit*, or 0 for empty. A key hashes (ahash, randomly seeded per filter) to a
+//! first bucket `i1` (by multiply-shift range reduction, so `B` is any number, not a power
+//! of two) and a fingerprint `fp`; its second bucket is `i2 = (i1 + 1 + off(fp)) mod B`.
+//! The choice bit records which of the two a fingerprint sits in, so its other bucket can
+//! be computed from the slot alone (Schmitz et al., "Smaller and More Flexible Cuckoo
+//! Filters", 2025, section 3.1). Memory is therefore proportional to capacity for every
+//! capacity, unlike the power-of-two tables of the original cuckoo filter (Fan et al.,
+//! 2014), which can nearly double it.
+//!
+//! Slots are bit-packed across 64-bit atomic words with no padding (a 12-bit slot costs
+//! 12 bits), and a bucket is searched bit-parallel: all four slots are compared to the
+//! fingerprint with a handful of word operations.
+//!
+//! An insert takes a free slot in either bucket. When both are full it searches breadth-
+//! first for a *cuckoo path* (a chain of fingerprints, each movable to its other bucket,
+//! ending at a free slot) without moving anything, then moves the fingerprints from the
+//! end of the path backwards, each copied to its destination before its source is cleared.
+//! If no path exists within the search budget the insert fails and nothing is lost.
+//!
+//! ## Consistency model
+//!
+//! * Buckets are grouped into lock *stripes*, each with a version word used as a seqlock.
+//!   Writers lock the (at most two) stripes they touch, in index order.
+//! * Lookups take no lock and write no shared memory: they read the two version stamps,
+//!   the two buckets, then re-check the stamps, retrying if a writer intervened; after 16
+//!   failed tries they lock, so they cannot starve.
+//! * Every stored fingerprint is, at every instant, in one of its two buckets, and every
+//!   move happens inside one locked window over both buckets. Hence **a lookup for a key
+//!   that was inserted and not removed never misses**, whatever runs concurrently.
+//!   Lookups are linearizable; `len()` sums per-stripe counters and is not.
+//! * `insert_unique` checks and inserts under the same locks: of threads racing on one
+//!   new key, exactly one is told it inserted.
+//!
+//! These claims are model-checked with loom (`tests/loom.rs`, including deliberately
+//! broken variants that loom must catch) and stress-tested (`tests/stress.rs`).
+//!
+//! ## Features and their costs
+//!
+//! | feature | cost |
+//! |---|---|
+//! | lock-free lookups | two version loads and one re-check per lookup |
+//! | deletion, `count` | none: part of the cuckoo design |
+//! | any capacity (no power of two) | one choice bit per slot, in place of a fingerprint bit |
+//! | striped writers | 24 bytes per stripe, up to 1024 stripes |
+#![warn(missing_docs, unsafe_op_in_unsafe_fn, unreachable_pub)]
+#![deny(unsafe_code)]
+
+mod error;
+mod filter;
+mod primitive;
+
+pub use error::{BuildError, InsertError};
+pub use filter::{CuckooFilter, FilterBuilder, FilterStats, DEFAULT_FALSE_POSITIVE_RATE};

@@ -1,0 +1,63 @@
+//! The loom shim: the only module that names `std::sync::atomic`, `parking_lot` or `loom`.
+//!
+//! Everything else in the crate imports its atomics, fences, locks and spin hints from
+//! here, so building with `RUSTFLAGS="--cfg cuckoo_gate_loom"` swaps every primitive for
+//! loom's model-checked version at once. A crate-specific cfg is used instead of plain
+//! `cfg(loom)` so that dependencies which also react to `cfg(loom)` are not switched.
+
+#[cfg(not(cuckoo_gate_loom))]
+mod imp {
+    pub(crate) use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+
+    /// Gives the processor to another thread.
+    pub(crate) fn yield_now() {
+        std::thread::yield_now();
+    }
+
+    /// Tells the CPU we are in a spin loop.
+    pub(crate) fn spin_hint() {
+        core::hint::spin_loop();
+    }
+}
+
+#[cfg(cuckoo_gate_loom)]
+mod imp {
+    pub(crate) use loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+
+    /// Gives the processor to another thread (a loom scheduling point).
+    pub(crate) fn yield_now() {
+        loom::thread::yield_now();
+    }
+
+    /// Under loom every spin must be a yield, or the model never ends.
+    pub(crate) fn spin_hint() {
+        loom::thread::yield_now();
+    }
+}
+
+pub(crate) use imp::*;
+
+/// Exponential backoff for spin loops: a few rounds of spin hints, then yields.
+pub(crate) struct Backoff {
+    step: u32,
+}
+
+impl Backoff {
+    const SPIN_LIMIT: u32 = 6;
+
+    pub(crate) fn new() -> Self {
+        Backoff { step: 0 }
+    }
+
+    /// Waits a little longer each call.
+    pub(crate) fn snooze(&mut self) {
+        if self.step <= Self::SPIN_LIMIT {
+            for _ in 0..1u32 << self.step {
+                spin_hint();
+            }
+            self.step += 1;
+        } else {
+            yield_now();
+        }
+    }
+}
