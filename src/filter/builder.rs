@@ -2,8 +2,8 @@
 
 use super::bucket::SLOTS;
 use super::hash::{Geometry, MAX_FINGERPRINT_BITS};
-use super::table::{table_bytes, Table, GROUP};
-use super::CuckooFilter;
+use super::table::{table_bytes, GROUP};
+use super::{CuckooFilter, Tables};
 use crate::error::BuildError;
 
 /// False-positive rate used by [`CuckooFilter::with_capacity`] and by a builder that is
@@ -117,9 +117,9 @@ impl FilterBuilder {
         if bytes > isize::MAX as usize {
             return Err(too_large);
         }
-        let table = Table::new(geometry, stripes).map_err(|()| BuildError::OutOfMemory { bytes })?;
+        let tables = Tables::new(geometry, stripes).map_err(|()| BuildError::OutOfMemory { bytes })?;
         let seed = self.seed.unwrap_or_else(random_seed);
-        Ok(CuckooFilter::from_parts(table, eps, seed))
+        Ok(CuckooFilter::from_parts(tables, eps, seed))
     }
 }
 

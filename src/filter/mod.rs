@@ -5,11 +5,13 @@
 //! * `stripe.rs`: the seqlock stripes that writers lock and readers validate.
 //! * `table.rs`: the packed atomic words and the optimistic pair read.
 //! * `relocate.rs`: cuckoo path search and its backward execution.
+//! * `ops.rs`: insert, remove and lookups on one table.
 //! * `builder.rs`: configuration and sizing.
 
 mod bucket;
 mod builder;
 mod hash;
+mod ops;
 mod relocate;
 mod stripe;
 mod table;
@@ -25,9 +27,38 @@ use crate::primitive::{AtomicU64, Ordering};
 
 pub use self::builder::{FilterBuilder, DEFAULT_FALSE_POSITIVE_RATE};
 
-/// Search-and-move attempts per insert before it reports [`InsertError::Full`]. An attempt
-/// is repeated only when another writer took the freed slot or changed the path.
-const MAX_ATTEMPTS: usize = 8;
+/// The table, monomorphised for its bucket word: `u64` buckets for slots of up to 16 bits,
+/// `u128` for wider ones.
+#[derive(Debug)]
+pub(crate) enum Tables {
+    Narrow(Table<u64>),
+    Wide(Table<u128>),
+}
+
+/// Runs `$body` with `$t` bound to the table, whichever its word type.
+macro_rules! with_table {
+    ($tables:expr, $t:ident => $body:expr) => {
+        match $tables {
+            Tables::Narrow($t) => $body,
+            Tables::Wide($t) => $body,
+        }
+    };
+}
+
+impl Tables {
+    /// An empty table of this shape, `Err` if its memory is refused.
+    pub(crate) fn new(geometry: Geometry, stripes: usize) -> Result<Self, ()> {
+        if SLOTS as u32 * geometry.slot_bits() <= u64::BITS {
+            Table::new(geometry, stripes).map(Tables::Narrow)
+        } else {
+            Table::new(geometry, stripes).map(Tables::Wide)
+        }
+    }
+
+    fn geometry(&self) -> &Geometry {
+        with_table!(self, t => t.geometry())
+    }
+}
 
 /// A concurrent cuckoo filter: an approximate set of keys with deletion.
 ///
@@ -59,7 +90,7 @@ const MAX_ATTEMPTS: usize = 8;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct CuckooFilter {
-    table: Table,
+    tables: Tables,
     hasher: ahash::RandomState,
     seed: u64,
     false_positive_rate: f64,
@@ -127,19 +158,19 @@ impl CuckooFilter {
         }
     }
 
-    pub(crate) fn from_parts(table: Table, false_positive_rate: f64, seed: u64) -> Self {
+    pub(crate) fn from_parts(tables: Tables, false_positive_rate: f64, seed: u64) -> Self {
         let hasher = ahash::RandomState::with_seeds(
             seed,
             seed ^ 0x243F_6A88_85A3_08D3,
             seed ^ 0x1319_8A2E_0370_7344,
             seed ^ 0xA409_3822_299F_31D0,
         );
-        CuckooFilter { table, hasher, seed, false_positive_rate, failed_inserts: AtomicU64::new(0) }
+        CuckooFilter { tables, hasher, seed, false_positive_rate, failed_inserts: AtomicU64::new(0) }
     }
 
     #[inline]
     fn probe<T: Hash + ?Sized>(&self, key: &T) -> Probe {
-        self.table.geometry().probe(self.hasher.hash_one(key))
+        self.tables.geometry().probe(self.hasher.hash_one(key))
     }
 
     /// Adds `key`. Inserting a key again stores another copy (up to 8 in all).
@@ -187,38 +218,11 @@ impl CuckooFilter {
     }
 
     fn insert_probe(&self, p: Probe, unique: bool) -> Result<bool, InsertError> {
-        let lanes = self.table.lanes();
-        for _ in 0..MAX_ATTEMPTS {
-            {
-                let locked = self.table.lock_pair(p.i1, p.i2);
-                let (b1, b2) = (locked.bucket(p.i1), locked.bucket(p.i2));
-                let (m1, m2) = (lanes.matches(b1, p.v1), lanes.matches(b2, p.v2()));
-                if unique && (m1.any() || m2.any()) {
-                    return Ok(false);
-                }
-                if let Some(lane) = lanes.empties(b1).lowest() {
-                    locked.put(p.i1, lane, p.v1);
-                    return Ok(true);
-                }
-                if let Some(lane) = lanes.empties(b2).lowest() {
-                    locked.put(p.i2, lane, p.v2());
-                    return Ok(true);
-                }
-                if m1.count() + m2.count() == 2 * SLOTS {
-                    self.failed_inserts.fetch_add(1, Ordering::Relaxed);
-                    return Err(InsertError::TooManyCopies);
-                }
-            }
-            match relocate::find_path(&self.table, [p.i1, p.i2], relocate::SEARCH_BUDGET) {
-                Some(path) => {
-                    // Success or not, look again: the freed slot may have been taken.
-                    relocate::execute(&self.table, &path);
-                }
-                None => break,
-            }
+        let result = with_table!(&self.tables, t => t.insert(p, unique));
+        if result.is_err() {
+            self.failed_inserts.fetch_add(1, Ordering::Relaxed);
         }
-        self.failed_inserts.fetch_add(1, Ordering::Relaxed);
-        Err(InsertError::Full)
+        result
     }
 
     /// Whether `key` may be present: always `true` for a key inserted and not removed;
@@ -235,9 +239,7 @@ impl CuckooFilter {
     #[inline]
     pub fn contains<T: Hash + ?Sized>(&self, key: &T) -> bool {
         let p = self.probe(key);
-        let lanes = self.table.lanes();
-        self.table
-            .read_pair(p.i1, p.i2, |b1, b2| lanes.matches(b1, p.v1).any() || lanes.matches(b2, p.v2()).any())
+        with_table!(&self.tables, t => t.contains(p))
     }
 
     /// How many copies of `key` are stored (an upper bound: copies of colliding keys count
@@ -254,10 +256,7 @@ impl CuckooFilter {
     /// ```
     pub fn count<T: Hash + ?Sized>(&self, key: &T) -> usize {
         let p = self.probe(key);
-        let lanes = self.table.lanes();
-        self.table.read_pair(p.i1, p.i2, |b1, b2| {
-            lanes.matches(b1, p.v1).count() + lanes.matches(b2, p.v2()).count()
-        })
+        with_table!(&self.tables, t => t.count(p))
     }
 
     /// Removes one copy of `key`; returns whether one was found. Blocks while another writer
@@ -274,23 +273,13 @@ impl CuckooFilter {
     /// ```
     pub fn remove<T: Hash + ?Sized>(&self, key: &T) -> bool {
         let p = self.probe(key);
-        let lanes = self.table.lanes();
-        let locked = self.table.lock_pair(p.i1, p.i2);
-        if let Some(lane) = lanes.matches(locked.bucket(p.i1), p.v1).lowest() {
-            locked.take(p.i1, lane);
-            true
-        } else if let Some(lane) = lanes.matches(locked.bucket(p.i2), p.v2()).lowest() {
-            locked.take(p.i2, lane);
-            true
-        } else {
-            false
-        }
+        with_table!(&self.tables, t => t.remove(p))
     }
 
     /// Stored fingerprints (copies count). Sums per-stripe counters without locking, so
     /// under concurrent writes it is a recent value, not an instant's.
     pub fn len(&self) -> usize {
-        self.table.len()
+        with_table!(&self.tables, t => t.len())
     }
 
     /// Whether nothing is stored.
@@ -301,7 +290,7 @@ impl CuckooFilter {
     /// Slots in the table: the most fingerprints it can hold. Inserts start to fail at
     /// about 96% of this.
     pub fn capacity(&self) -> usize {
-        self.table.geometry().buckets() * SLOTS
+        self.tables.geometry().buckets() * SLOTS
     }
 
     /// `len() / capacity()`, in [0, 1].
@@ -311,7 +300,7 @@ impl CuckooFilter {
 
     /// Bytes held by the table and its lock stripes.
     pub fn memory_usage(&self) -> usize {
-        self.table.memory_bytes()
+        with_table!(&self.tables, t => t.memory_bytes())
     }
 
     /// The false-positive rate this filter was built for.
@@ -321,7 +310,7 @@ impl CuckooFilter {
 
     /// Fingerprint width in bits (a slot holds one more, the choice bit).
     pub fn fingerprint_bits(&self) -> u32 {
-        self.table.geometry().fingerprint_bits()
+        self.tables.geometry().fingerprint_bits()
     }
 
     /// The hash seed, fixed by [`FilterBuilder::seed`] or drawn at random.
@@ -342,7 +331,7 @@ impl CuckooFilter {
     /// # Ok::<(), cuckoo_gate::InsertError>(())
     /// ```
     pub fn clear(&self) {
-        self.table.clear();
+        with_table!(&self.tables, t => t.clear());
     }
 
     /// Counters and shape.
@@ -366,9 +355,9 @@ impl CuckooFilter {
             load_factor,
             memory_bytes: self.memory_usage(),
             fingerprint_bits: self.fingerprint_bits(),
-            buckets: self.table.geometry().buckets(),
-            stripes: self.table.stripe_count(),
-            relocations: self.table.relocations(),
+            buckets: self.tables.geometry().buckets(),
+            stripes: with_table!(&self.tables, t => t.stripe_count()),
+            relocations: with_table!(&self.tables, t => t.relocations()),
             failed_inserts: self.failed_inserts.load(Ordering::Relaxed),
             estimated_false_positive_rate: Geometry::fpr_at(self.fingerprint_bits(), load_factor),
         }

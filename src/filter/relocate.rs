@@ -13,11 +13,15 @@
 //! whose window overlaps a hop sees a stamp change and retries. A stale hop ends the
 //! attempt early; whatever was already moved stays valid, nothing is ever dropped.
 
-use super::bucket::SLOTS;
+use super::bucket::{Word, SLOTS};
 use super::table::Table;
 
 /// Search budget: slots examined per attempt (each costs one bucket read).
 pub(crate) const SEARCH_BUDGET: usize = 2048;
+
+/// Longest path searched. With 8 roots and 4 children per slot, a budget of 2048 is spent
+/// by depth 5, so this bound only matters for larger budgets.
+const MAX_PATH: usize = 8;
 
 /// One move of a path: the entry `value` in slot `lane` of `bucket` goes to its other bucket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,40 +31,73 @@ pub(crate) struct Hop {
     pub(crate) value: u64,
 }
 
+/// A cuckoo path, ordered from a root bucket outwards. Fixed-size, so the common short
+/// paths cost no allocation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Path {
+    hops: [Hop; MAX_PATH],
+    len: usize,
+}
+
+impl Path {
+    const EMPTY: Path = Path { hops: [Hop { bucket: 0, lane: 0, value: 0 }; MAX_PATH], len: 0 };
+
+    pub(crate) fn hops(&self) -> &[Hop] {
+        &self.hops[..self.len]
+    }
+}
+
 #[derive(Clone, Copy)]
 struct Node {
     hop: Hop,
     parent: Option<u32>,
+    depth: u8,
 }
 
-/// A path that frees a slot in one of `roots`, ordered from a root outwards; empty if a
-/// root already has a free slot. `None` if the budget runs out first.
-pub(crate) fn find_path(table: &Table, roots: [usize; 2], budget: usize) -> Option<Vec<Hop>> {
+/// A path that frees a slot in one of `roots`; empty if a root already has a free slot.
+/// `None` if the budget runs out first.
+///
+/// One-hop paths (the vast majority below 95% load) are found before any allocation; the
+/// breadth-first queue is built only when they all fail.
+pub(crate) fn find_path<W: Word>(table: &Table<W>, roots: [usize; 2], budget: usize) -> Option<Path> {
     let lanes = table.lanes();
     let geometry = table.geometry();
-    let mut nodes: Vec<Node> = Vec::with_capacity(64);
-    for bucket in roots {
-        let contents = table.load_bucket(bucket);
-        if lanes.empties(contents).any() {
-            return Some(Vec::new());
-        }
+    let contents = roots.map(|bucket| table.load_bucket(bucket));
+    if contents.iter().any(|&c| lanes.empties(c).any()) {
+        return Some(Path::EMPTY);
+    }
+    for (&bucket, &contents) in roots.iter().zip(&contents) {
         for lane in 0..SLOTS {
             let hop = Hop { bucket, lane, value: lanes.lane(contents, lane) };
-            nodes.push(Node { hop, parent: None });
+            let (other, _) = geometry.other(bucket, hop.value);
+            if lanes.empties(table.load_bucket(other)).any() {
+                let mut path = Path::EMPTY;
+                path.hops[0] = hop;
+                path.len = 1;
+                return Some(path);
+            }
+        }
+    }
+
+    let mut nodes: Vec<Node> = Vec::with_capacity(256.min(budget));
+    for (&bucket, &contents) in roots.iter().zip(&contents) {
+        for lane in 0..SLOTS {
+            let hop = Hop { bucket, lane, value: lanes.lane(contents, lane) };
+            nodes.push(Node { hop, parent: None, depth: 1 });
         }
     }
     let mut next = 0;
     while next < nodes.len() {
-        let hop = nodes[next].hop;
+        let Node { hop, depth, .. } = nodes[next];
         let (other, _) = geometry.other(hop.bucket, hop.value);
         let contents = table.load_bucket(other);
         if lanes.empties(contents).any() {
             return Some(path_to(&nodes, next));
         }
-        if nodes.len() + SLOTS <= budget {
+        if nodes.len() + SLOTS <= budget && (depth as usize) < MAX_PATH {
             for lane in 0..SLOTS {
                 let child = Hop { bucket: other, lane, value: lanes.lane(contents, lane) };
-                nodes.push(Node { hop: child, parent: Some(next as u32) });
+                nodes.push(Node { hop: child, parent: Some(next as u32), depth: depth + 1 });
             }
         }
         next += 1;
@@ -68,24 +105,21 @@ pub(crate) fn find_path(table: &Table, roots: [usize; 2], budget: usize) -> Opti
     None
 }
 
-fn path_to(nodes: &[Node], mut at: usize) -> Vec<Hop> {
-    let mut path = Vec::new();
-    loop {
-        path.push(nodes[at].hop);
-        match nodes[at].parent {
-            Some(parent) => at = parent as usize,
-            None => break,
-        }
+fn path_to(nodes: &[Node], mut at: usize) -> Path {
+    let mut path = Path::EMPTY;
+    path.len = nodes[at].depth as usize;
+    for slot in (0..path.len).rev() {
+        path.hops[slot] = nodes[at].hop;
+        at = nodes[at].parent.map_or(0, |p| p as usize);
     }
-    path.reverse();
     path
 }
 
 /// Executes `path` from its end backwards. Returns whether every hop was made; on `false`
 /// a concurrent writer changed a bucket on the path and the caller searches again.
-pub(crate) fn execute(table: &Table, path: &[Hop]) -> bool {
+pub(crate) fn execute<W: Word>(table: &Table<W>, path: &Path) -> bool {
     let lanes = table.lanes();
-    for hop in path.iter().rev() {
+    for hop in path.hops().iter().rev() {
         let (to, moved) = table.geometry().other(hop.bucket, hop.value);
         let locked = table.lock_pair(hop.bucket, to);
         if lanes.lane(locked.bucket(hop.bucket), hop.lane) != hop.value {

@@ -13,7 +13,7 @@
 //! two padding words so that the over-read never leaves it, and the bits read from a
 //! neighbouring group are masked off.
 
-use super::bucket::{Lanes, SLOTS};
+use super::bucket::{Lanes, Word, SLOTS};
 use super::hash::Geometry;
 use super::stripe::Stripe;
 use crate::primitive::{fence, spin_hint, AtomicU64, Ordering};
@@ -29,9 +29,9 @@ const PADDING_WORDS: usize = 2;
 
 /// Buckets, stripes and the geometry that maps keys onto them.
 #[derive(Debug)]
-pub(crate) struct Table {
+pub(crate) struct Table<W> {
     geometry: Geometry,
-    lanes: Lanes,
+    lanes: Lanes<W>,
     words: Box<[AtomicU64]>,
     stripes: Box<[Stripe]>,
     stripe_mask: usize,
@@ -48,7 +48,7 @@ fn word_count(geometry: Geometry) -> Option<usize> {
     bits.div_ceil(64).checked_add(PADDING_WORDS)
 }
 
-impl Table {
+impl<W: Word> Table<W> {
     /// An empty table; `Err` if the allocation is refused (the size is in `table_bytes`).
     /// `stripes` must be a power of two.
     pub(crate) fn new(geometry: Geometry, stripes: usize) -> Result<Self, ()> {
@@ -73,7 +73,7 @@ impl Table {
         &self.geometry
     }
 
-    pub(crate) fn lanes(&self) -> &Lanes {
+    pub(crate) fn lanes(&self) -> &Lanes<W> {
         &self.lanes
     }
 
@@ -105,17 +105,13 @@ impl Table {
     /// Loads bucket `bucket` with `Relaxed` loads: consistent only inside a validated
     /// optimistic read or under the bucket's stripe lock.
     #[inline]
-    pub(crate) fn load_bucket(&self, bucket: usize) -> u128 {
+    pub(crate) fn load_bucket(&self, bucket: usize) -> W {
         let bucket_bits = self.lanes.bucket_bits();
         let bit = bucket * bucket_bits as usize;
         let (w, shift) = (bit / 64, (bit % 64) as u32);
-        let lo = self.words[w].load(Ordering::Relaxed) as u128;
-        let hi = self.words[w + 1].load(Ordering::Relaxed) as u128;
-        let mut value = (lo | hi << 64) >> shift;
-        if shift + bucket_bits > 128 {
-            value |= (self.words[w + 2].load(Ordering::Relaxed) as u128) << (128 - shift);
-        }
-        value & self.lanes.bucket_mask()
+        let words = &self.words[w..w + PADDING_WORDS + 1];
+        let (w0, w1) = (words[0].load(Ordering::Relaxed), words[1].load(Ordering::Relaxed));
+        W::window(w0, w1, || words[2].load(Ordering::Relaxed), shift, bucket_bits) & self.lanes.bucket_mask()
     }
 
     /// Reads buckets `i1` and `i2` as of one instant and applies `f` to them.
@@ -124,7 +120,7 @@ impl Table {
     /// loaded, the stamps re-checked, and the read retried if a writer came between. After
     /// [`OPTIMISTIC_TRIES`] failed attempts the reader takes both locks, so it cannot starve.
     #[inline]
-    pub(crate) fn read_pair<R>(&self, i1: usize, i2: usize, f: impl FnOnce(u128, u128) -> R) -> R {
+    pub(crate) fn read_pair<R>(&self, i1: usize, i2: usize, f: impl FnOnce(W, W) -> R) -> R {
         let (a, b) = (&self.stripes[self.stripe_of(i1)], &self.stripes[self.stripe_of(i2)]);
         for _ in 0..OPTIMISTIC_TRIES {
             if let (Some(sa), Some(sb)) = (a.optimistic_read(), b.optimistic_read()) {
@@ -151,7 +147,7 @@ impl Table {
     /// Locks the stripes of buckets `i1` and `i2` (once if they share one), lowest index
     /// first so that two writers can never wait on each other. Blocks while another writer
     /// holds either stripe.
-    pub(crate) fn lock_pair(&self, i1: usize, i2: usize) -> Locked<'_> {
+    pub(crate) fn lock_pair(&self, i1: usize, i2: usize) -> Locked<'_, W> {
         let (x, y) = (self.stripe_of(i1), self.stripe_of(i2));
         let (first, second) = (x.min(y), x.max(y));
         self.stripes[first].lock();
@@ -196,13 +192,13 @@ impl Table {
 
 /// Proof that the stripes of one or two buckets are locked; every write goes through it.
 /// Dropping it unlocks.
-pub(crate) struct Locked<'a> {
-    table: &'a Table,
+pub(crate) struct Locked<'a, W: Word> {
+    table: &'a Table<W>,
     first: usize,
     second: usize,
 }
 
-impl Locked<'_> {
+impl<W: Word> Locked<'_, W> {
     fn holds(&self, bucket: usize) -> bool {
         let stripe = self.table.stripe_of(bucket);
         stripe == self.first || stripe == self.second
@@ -210,7 +206,7 @@ impl Locked<'_> {
 
     /// Bucket `bucket`, which this guard locks.
     #[inline]
-    pub(crate) fn bucket(&self, bucket: usize) -> u128 {
+    pub(crate) fn bucket(&self, bucket: usize) -> W {
         debug_assert!(self.holds(bucket));
         self.table.load_bucket(bucket)
     }
@@ -241,7 +237,7 @@ impl Locked<'_> {
     }
 }
 
-impl Drop for Locked<'_> {
+impl<W: Word> Drop for Locked<'_, W> {
     fn drop(&mut self) {
         if self.second != self.first {
             self.table.stripes[self.second].unlock();

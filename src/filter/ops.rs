@@ -1,0 +1,79 @@
+//! Key operations on one table: insert (making room by relocation), remove, lookups.
+//!
+//! Every write happens under [`Table::lock_pair`] of the key's two buckets, so the
+//! check-then-act of `insert_unique` and `remove` is atomic; lookups go through
+//! [`Table::read_pair`] and take no lock.
+
+use super::bucket::{Word, SLOTS};
+use super::hash::Probe;
+use super::relocate;
+use super::table::Table;
+use crate::error::InsertError;
+
+/// Search-and-move attempts per insert before it reports [`InsertError::Full`]. An attempt
+/// is repeated only when another writer took the freed slot or changed the path.
+const MAX_ATTEMPTS: usize = 8;
+
+impl<W: Word> Table<W> {
+    /// Stores the key of `p`; with `unique`, only if it is absent. `Ok(false)` means it was
+    /// present and `unique` was set.
+    pub(crate) fn insert(&self, p: Probe, unique: bool) -> Result<bool, InsertError> {
+        let lanes = self.lanes();
+        for _ in 0..MAX_ATTEMPTS {
+            {
+                let locked = self.lock_pair(p.i1, p.i2);
+                let (b1, b2) = (locked.bucket(p.i1), locked.bucket(p.i2));
+                let (m1, m2) = (lanes.matches(b1, p.v1), lanes.matches(b2, p.v2()));
+                if unique && (m1.any() || m2.any()) {
+                    return Ok(false);
+                }
+                if let Some(lane) = lanes.empties(b1).lowest() {
+                    locked.put(p.i1, lane, p.v1);
+                    return Ok(true);
+                }
+                if let Some(lane) = lanes.empties(b2).lowest() {
+                    locked.put(p.i2, lane, p.v2());
+                    return Ok(true);
+                }
+                if m1.count() + m2.count() == 2 * SLOTS {
+                    return Err(InsertError::TooManyCopies);
+                }
+            }
+            // Both buckets are full: make room without holding their locks.
+            match relocate::find_path(self, [p.i1, p.i2], relocate::SEARCH_BUDGET) {
+                // Made or not, look again: the freed slot may have been taken meanwhile.
+                Some(path) => drop(relocate::execute(self, &path)),
+                None => break,
+            }
+        }
+        Err(InsertError::Full)
+    }
+
+    /// Whether the key of `p` may be present. Lock-free.
+    #[inline]
+    pub(crate) fn contains(&self, p: Probe) -> bool {
+        let lanes = self.lanes();
+        self.read_pair(p.i1, p.i2, |b1, b2| lanes.matches(b1, p.v1).any() || lanes.matches(b2, p.v2()).any())
+    }
+
+    /// Copies of the key of `p` (or of keys indistinguishable from it). Lock-free.
+    pub(crate) fn count(&self, p: Probe) -> usize {
+        let lanes = self.lanes();
+        self.read_pair(p.i1, p.i2, |b1, b2| lanes.matches(b1, p.v1).count() + lanes.matches(b2, p.v2()).count())
+    }
+
+    /// Removes one copy of the key of `p`; whether one was found.
+    pub(crate) fn remove(&self, p: Probe) -> bool {
+        let lanes = self.lanes();
+        let locked = self.lock_pair(p.i1, p.i2);
+        if let Some(lane) = lanes.matches(locked.bucket(p.i1), p.v1).lowest() {
+            locked.take(p.i1, lane);
+            true
+        } else if let Some(lane) = lanes.matches(locked.bucket(p.i2), p.v2()).lowest() {
+            locked.take(p.i2, lane);
+            true
+        } else {
+            false
+        }
+    }
+}
