@@ -34,7 +34,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn load_and_accuracy(n: usize, queries: u64) {
     println!("## Load at first failed insert, and false-positive rate at 95% load (n = {n})");
-    println!("| target ε | slot bits | load at first failure | measured FPR at 95% | FPR / ε | bits/item at 95% |");
+    println!(
+        "| target ε | slot bits | load at first failure | measured FPR at 95% | FPR / ε | bits/item at 95% |"
+    );
     println!("|---|---|---|---|---|---|");
     for eps in [0.01, 0.002, 0.001, 0.0001] {
         let f = build(n, eps);
@@ -68,7 +70,12 @@ fn space(sizes: &[usize]) {
     for &n in sizes {
         let ours = |eps| build(n, eps).memory_usage() as f64 * 8.0 / n as f64;
         let peer = cuckoofilter::CuckooFilter::<std::collections::hash_map::DefaultHasher>::with_capacity(n);
-        println!("| {n} | {:.2} | {:.2} | {:.2} |", ours(0.002), ours(0.001), peer.memory_usage() as f64 * 8.0 / n as f64);
+        println!(
+            "| {n} | {:.2} | {:.2} | {:.2} |",
+            ours(0.002),
+            ours(0.001),
+            peer.memory_usage() as f64 * 8.0 / n as f64
+        );
     }
     println!();
 }

@@ -238,10 +238,9 @@ mod tests {
     use proptest::prelude::*;
 
     fn pack<W: Word>(lanes: &Lanes<W>, values: [u64; SLOTS]) -> W {
-        values
-            .iter()
-            .enumerate()
-            .fold(W::ZERO, |b, (i, &v)| b | W::from_u64(v & lanes.slot_mask()) << (i as u32 * lanes.slot_bits()))
+        values.iter().enumerate().fold(W::ZERO, |b, (i, &v)| {
+            b | W::from_u64(v & lanes.slot_mask()) << (i as u32 * lanes.slot_bits())
+        })
     }
 
     fn finds_each_lane<W: Word>(max_bits: u32) {

@@ -59,7 +59,9 @@ impl<W: Word> Table<W> {
     /// Copies of the key of `p` (or of keys indistinguishable from it). Lock-free.
     pub(crate) fn count(&self, p: Probe) -> usize {
         let lanes = self.lanes();
-        self.read_pair(p.i1, p.i2, |b1, b2| lanes.matches(b1, p.v1).count() + lanes.matches(b2, p.v2()).count())
+        self.read_pair(p.i1, p.i2, |b1, b2| {
+            lanes.matches(b1, p.v1).count() + lanes.matches(b2, p.v2()).count()
+        })
     }
 
     /// Removes one copy of the key of `p`; whether one was found.
