@@ -70,4 +70,9 @@ mod filter;
 mod primitive;
 
 pub use error::{BuildError, InsertError};
+
+/// The README's examples, compiled and run as doc tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
 pub use filter::{CuckooFilter, FilterBuilder, FilterStats, DEFAULT_FALSE_POSITIVE_RATE};

@@ -1,0 +1,150 @@
+//! Multi-thread stress tests against shadow models, on small, nearly full filters so that
+//! relocations are constant. Run in release mode (`cargo test --release`).
+//!
+//! Every worker owns a disjoint key space and keeps an exact multiset of what it stored,
+//! so it knows at every instant which keys *must* be found; a separate reader checks a set
+//! of keys inserted up front and never removed. Any miss is a false negative: a bug.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+use cuckoo_gate::{CuckooFilter, InsertError};
+
+/// SplitMix64, for reproducible per-thread randomness without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+const WORKERS: u64 = 4;
+const OPS_PER_WORKER: u64 = 2_500_000;
+
+#[test]
+fn mixed_workload_never_misses_a_present_key() {
+    let filter = Arc::new(
+        CuckooFilter::builder().capacity(20_000).false_positive_rate(0.001).seed(11).build().unwrap(),
+    );
+    let slots = filter.capacity() as u64;
+    // 40% of the slots hold keys that stay for the whole run.
+    let permanent: Arc<Vec<u64>> = Arc::new((0..slots * 2 / 5).map(|i| u64::MAX - i).collect());
+    for k in permanent.iter() {
+        filter.insert(k).unwrap();
+    }
+    // The workers keep the filter at about 95% load between them.
+    let target_per_worker = (slots * 95 / 100 - permanent.len() as u64) / WORKERS;
+    let done = Arc::new(AtomicBool::new(false));
+    let reader_checks = Arc::new(AtomicU64::new(0));
+    let start = Arc::new(Barrier::new(WORKERS as usize + 2)); // workers, reader, main
+
+    let reader = {
+        let (filter, permanent, done, checks, start) =
+            (filter.clone(), permanent.clone(), done.clone(), reader_checks.clone(), start.clone());
+        thread::spawn(move || {
+            start.wait();
+            while !done.load(Ordering::Relaxed) {
+                for k in permanent.iter() {
+                    assert!(filter.contains(k), "false negative for permanent key {k}");
+                }
+                checks.fetch_add(permanent.len() as u64, Ordering::Relaxed);
+            }
+        })
+    };
+
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|w| {
+            let (filter, start) = (filter.clone(), start.clone());
+            thread::spawn(move || {
+                let mut rng = Rng(w + 1);
+                let mut model: HashMap<u64, u32> = HashMap::new();
+                let mut held: Vec<u64> = Vec::new(); // one entry per stored copy
+                let key_space = target_per_worker * 2;
+                let key = |i: u64| (w << 48) | i;
+                start.wait();
+                for _ in 0..OPS_PER_WORKER {
+                    let roll = rng.below(100);
+                    let full = held.len() as u64 >= target_per_worker;
+                    if roll < 45 && !full {
+                        let k = key(rng.below(key_space));
+                        let copies = model.get(&k).copied().unwrap_or(0);
+                        if roll < 30 {
+                            match filter.insert(&k) {
+                                Ok(()) => {
+                                    *model.entry(k).or_default() += 1;
+                                    held.push(k);
+                                }
+                                Err(InsertError::Full | InsertError::TooManyCopies) => {}
+                                Err(e) => panic!("unexpected error {e}"),
+                            }
+                        } else if let Ok(inserted) = filter.insert_unique(&k) {
+                            assert!(!(inserted && copies > 0), "insert_unique inserted a present key");
+                            if inserted {
+                                *model.entry(k).or_default() += 1;
+                                held.push(k);
+                            }
+                        }
+                    } else if roll < 75 && !held.is_empty() {
+                        let k = held.swap_remove(rng.below(held.len() as u64) as usize);
+                        assert!(filter.remove(&k), "remove missed present key {k}");
+                        *model.get_mut(&k).unwrap() -= 1;
+                    } else if !held.is_empty() {
+                        let k = held[rng.below(held.len() as u64) as usize];
+                        assert!(filter.contains(&k), "false negative for key {k}");
+                        assert!(filter.count(&k) >= model[&k] as usize, "count below stored copies");
+                    }
+                }
+                for k in &held {
+                    assert!(filter.contains(k), "false negative for key {k} at the end");
+                }
+                held.len()
+            })
+        })
+        .collect();
+    start.wait();
+    let held: usize = workers.into_iter().map(|w| w.join().unwrap()).sum();
+    done.store(true, Ordering::Relaxed);
+    reader.join().unwrap();
+
+    assert_eq!(filter.len(), permanent.len() + held);
+    assert!(permanent.iter().all(|k| filter.contains(k)));
+    let stats = filter.stats();
+    assert!(stats.load_factor > 0.9, "the filter was not kept nearly full: {stats:?}");
+    assert!(stats.relocations > 10_000, "too few relocations to stress the protocol: {stats:?}");
+    assert!(reader_checks.load(Ordering::Relaxed) > 0);
+}
+
+#[test]
+fn insert_unique_has_exactly_one_winner_per_key() {
+    // 31-bit fingerprints: a false "already present" is ~1e-9 per key, so the count is exact.
+    let filter =
+        Arc::new(CuckooFilter::builder().capacity(60_000).false_positive_rate(2e-9).build().unwrap());
+    let keys = 50_000u64;
+    let start = Arc::new(Barrier::new(WORKERS as usize));
+    let wins: u64 = (0..WORKERS)
+        .map(|_| {
+            let (filter, start) = (filter.clone(), start.clone());
+            thread::spawn(move || {
+                start.wait();
+                (0..keys).filter(|k| filter.insert_unique(k).unwrap()).count() as u64
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .sum();
+    assert_eq!(wins, keys);
+    assert_eq!(filter.len() as u64, keys);
+    assert!((0..keys).all(|k| filter.count(&k) == 1));
+}
