@@ -35,12 +35,17 @@ pub enum BuildError {
         /// The value given.
         stripes: usize,
     },
-    /// The growth limit is below the initial capacity.
-    MaxCapacityBelowCapacity {
-        /// The initial capacity.
+    /// The shard count is zero or larger than the cache capacity.
+    InvalidShards {
+        /// The value given.
+        shards: usize,
+        /// The cache capacity.
         capacity: usize,
-        /// The limit given.
-        max_capacity: usize,
+    },
+    /// The probationary window is not a fraction in [0, 1).
+    InvalidProbationWindow {
+        /// The value given.
+        fraction: f64,
     },
 }
 
@@ -70,10 +75,13 @@ impl fmt::Display for BuildError {
             BuildError::InvalidStripes { stripes } => {
                 write!(f, "stripe count {stripes} is not a power of two >= 1; pass e.g. 1024")
             }
-            BuildError::MaxCapacityBelowCapacity { capacity, max_capacity } => write!(
+            BuildError::InvalidShards { shards, capacity } => write!(
                 f,
-                "max_capacity {max_capacity} is below capacity {capacity}; raise max_capacity or lower capacity"
+                "{shards} shards for a capacity of {capacity}; use between 1 and the capacity (1 = one exact LRU order)"
             ),
+            BuildError::InvalidProbationWindow { fraction } => {
+                write!(f, "probation window {fraction} is not in [0, 1); pass e.g. 0.1 for 10% of the capacity")
+            }
         }
     }
 }
@@ -92,11 +100,6 @@ pub enum InsertError {
     /// one indistinguishable from it) was inserted 8 times already. Remove a copy first,
     /// or use `insert_unique`.
     TooManyCopies,
-    /// The filter is full and has already grown to its `max_capacity`.
-    MaxCapacityReached {
-        /// The configured limit, in items.
-        max_capacity: usize,
-    },
 }
 
 impl fmt::Display for InsertError {
@@ -107,10 +110,6 @@ impl fmt::Display for InsertError {
             ),
             InsertError::TooManyCopies => f.write_str(
                 "key's two buckets already hold 8 copies of its fingerprint; remove one first or use insert_unique",
-            ),
-            InsertError::MaxCapacityReached { max_capacity } => write!(
-                f,
-                "cuckoo filter is full and has reached its max_capacity of {max_capacity} items; raise max_capacity"
             ),
         }
     }

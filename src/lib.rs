@@ -65,10 +65,17 @@
 #![warn(missing_docs, unsafe_op_in_unsafe_fn, unreachable_pub)]
 #![deny(unsafe_code)]
 
+mod admission;
+mod cache;
 mod error;
 mod filter;
 mod primitive;
 
+pub use admission::{GateStats, SeenBefore, SeenBeforeBuilder, DEFAULT_GATE_FALSE_POSITIVE_RATE};
+pub use cache::{
+    Admission, AdmissionCache, AdmissionCacheBuilder, AdmissionPolicy, CacheStats, DEFAULT_GATE_MULTIPLIER,
+    DEFAULT_PROBATION_WINDOW,
+};
 pub use error::{BuildError, InsertError};
 
 /// The README's examples, compiled and run as doc tests.

@@ -9,6 +9,38 @@
 mod imp {
     pub(crate) use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 
+    /// A mutual-exclusion lock (`parking_lot`'s: no poisoning, word-sized).
+    #[derive(Debug, Default)]
+    pub(crate) struct Mutex<T>(parking_lot::Mutex<T>);
+
+    impl<T> Mutex<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Mutex(parking_lot::Mutex::new(value))
+        }
+
+        pub(crate) fn lock(&self) -> impl std::ops::DerefMut<Target = T> + '_ {
+            self.0.lock()
+        }
+    }
+
+    /// A reader-writer lock (`parking_lot`'s).
+    #[derive(Debug, Default)]
+    pub(crate) struct RwLock<T>(parking_lot::RwLock<T>);
+
+    impl<T> RwLock<T> {
+        pub(crate) fn new(value: T) -> Self {
+            RwLock(parking_lot::RwLock::new(value))
+        }
+
+        pub(crate) fn read(&self) -> impl std::ops::Deref<Target = T> + '_ {
+            self.0.read()
+        }
+
+        pub(crate) fn write(&self) -> impl std::ops::DerefMut<Target = T> + '_ {
+            self.0.write()
+        }
+    }
+
     /// Gives the processor to another thread.
     pub(crate) fn yield_now() {
         std::thread::yield_now();
@@ -23,6 +55,38 @@ mod imp {
 #[cfg(cuckoo_gate_loom)]
 mod imp {
     pub(crate) use loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+
+    /// loom's mutex, with `parking_lot`'s signature (a poisoned lock is a failed model).
+    #[derive(Debug)]
+    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+
+    impl<T> Mutex<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Mutex(loom::sync::Mutex::new(value))
+        }
+
+        pub(crate) fn lock(&self) -> impl std::ops::DerefMut<Target = T> + '_ {
+            self.0.lock().unwrap()
+        }
+    }
+
+    /// loom's reader-writer lock, with `parking_lot`'s signature.
+    #[derive(Debug)]
+    pub(crate) struct RwLock<T>(loom::sync::RwLock<T>);
+
+    impl<T> RwLock<T> {
+        pub(crate) fn new(value: T) -> Self {
+            RwLock(loom::sync::RwLock::new(value))
+        }
+
+        pub(crate) fn read(&self) -> impl std::ops::Deref<Target = T> + '_ {
+            self.0.read().unwrap()
+        }
+
+        pub(crate) fn write(&self) -> impl std::ops::DerefMut<Target = T> + '_ {
+            self.0.write().unwrap()
+        }
+    }
 
     /// Gives the processor to another thread (a loom scheduling point).
     pub(crate) fn yield_now() {

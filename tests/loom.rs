@@ -221,3 +221,19 @@ fn model(body: impl Fn() + Sync + Send + 'static) {
     let runs = runs.load(Ordering::Relaxed);
     assert!(runs > 1, "loom explored only {runs} interleaving(s): the model checks nothing");
 }
+
+/// Model 6: the admission gate's check-and-record on one key from two threads: exactly
+/// one first sighting.
+#[test]
+fn gate_check_and_record_race_has_one_first_sighting() {
+    model(|| {
+        let gate = Arc::new(cuckoo_gate::SeenBefore::builder().capacity(4).seed(SEED).build().unwrap());
+        let other = {
+            let gate = gate.clone();
+            thread::spawn(move || gate.check_and_record(&9u64))
+        };
+        let here = gate.check_and_record(&9u64);
+        let there = other.join().unwrap();
+        assert!(here ^ there, "both or neither saw the key first: {here} {there}");
+    });
+}

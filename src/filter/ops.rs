@@ -19,6 +19,16 @@ impl<W: Word> Table<W> {
     /// present and `unique` was set.
     pub(crate) fn insert(&self, p: Probe, unique: bool) -> Result<bool, InsertError> {
         let lanes = self.lanes();
+        if !unique {
+            // Fast path: most inserts find room in the first bucket, and a plain insert
+            // needs only that bucket's stripe (every writer of the bucket holds it, every
+            // reader validates it). `insert_unique` must check both buckets under lock.
+            let locked = self.lock_pair(p.i1, p.i1);
+            if let Some(lane) = lanes.empties(locked.bucket(p.i1)).lowest() {
+                locked.put(p.i1, lane, p.v1);
+                return Ok(true);
+            }
+        }
         for _ in 0..MAX_ATTEMPTS {
             {
                 let locked = self.lock_pair(p.i1, p.i2);

@@ -1,0 +1,271 @@
+//! Behaviour of the admission gate and the cache: exact LRU, admission semantics, aging,
+//! the check-and-record race, configuration errors, and a concurrent stress run.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+use cuckoo_gate::{Admission, AdmissionCache, AdmissionPolicy, BuildError, SeenBefore};
+
+/// A textbook LRU: recency stamps in an ordered map. Returns the hit count of `trace`.
+fn textbook_lru_hits(trace: &[u64], capacity: usize) -> (u64, Vec<bool>) {
+    let mut stamp_of: HashMap<u64, u64> = HashMap::new();
+    let mut by_stamp: BTreeMap<u64, u64> = BTreeMap::new();
+    let (mut hits, mut pattern) = (0, Vec::with_capacity(trace.len()));
+    for (now, &key) in trace.iter().enumerate() {
+        let now = now as u64;
+        let hit = if let Some(old) = stamp_of.insert(key, now) {
+            by_stamp.remove(&old);
+            true
+        } else {
+            if by_stamp.len() == capacity {
+                let (_, victim) = by_stamp.pop_first().unwrap();
+                stamp_of.remove(&victim);
+            }
+            false
+        };
+        by_stamp.insert(now, key);
+        hits += u64::from(hit);
+        pattern.push(hit);
+    }
+    (hits, pattern)
+}
+
+fn replay_hits(trace: &[u64], cache: &AdmissionCache<u64, u64>) -> Vec<bool> {
+    trace
+        .iter()
+        .map(|&key| {
+            let hit = cache.get(&key).is_some();
+            if !hit {
+                assert_eq!(cache.insert(key, key), Admission::Admitted);
+            }
+            hit
+        })
+        .collect()
+}
+
+fn generated_trace(n: usize) -> Vec<u64> {
+    // A skewed stream: key = floor(1 / u^2) style, plus unique keys.
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    (0..n)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if i % 4 == 0 {
+                1_000_000 + i as u64
+            } else {
+                (x % 1000) * (x % 1000) / 997
+            }
+        })
+        .collect()
+}
+
+fn read_trace(path: &Path) -> Option<Vec<u64>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    Some(text.lines().filter_map(|l| l.split_whitespace().next()?.parse().ok()).collect())
+}
+
+#[test]
+fn one_shard_always_is_exactly_lru() {
+    let mut traces = vec![("generated".to_string(), generated_trace(50_000))];
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces");
+    for name in ["adaptsize_cdn", "cloudphysics_io", "cache2k_web07", "lirs_sprite"] {
+        match read_trace(&dir.join(format!("{name}.keys"))) {
+            Some(trace) => traces.push((name.to_string(), trace)),
+            None => eprintln!("skipping {name}: ../shared/traces/{name}.keys not found"),
+        }
+    }
+    for (name, trace) in traces {
+        let mut distinct = trace.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        for capacity in [1, distinct.len() / 20, distinct.len() / 10] {
+            let cache: AdmissionCache<u64, u64> = AdmissionCache::builder()
+                .capacity(capacity)
+                .admission(AdmissionPolicy::Always)
+                .shards(1)
+                .build()
+                .unwrap();
+            let (expected_hits, expected) = textbook_lru_hits(&trace, capacity);
+            let got = replay_hits(&trace, &cache);
+            assert!(got == expected, "{name} at {capacity}: hit pattern differs from a textbook LRU");
+            assert_eq!(cache.stats().hits, expected_hits);
+            assert_eq!(cache.len(), capacity.min(distinct.len()));
+        }
+    }
+}
+
+#[test]
+fn second_hit_rejects_first_sightings() {
+    let cache: AdmissionCache<u64, String> =
+        AdmissionCache::builder().capacity(100).admission(AdmissionPolicy::SecondHit).build().unwrap();
+    assert_eq!(cache.insert(1, "a".into()), Admission::Rejected);
+    assert_eq!(cache.get(&1), None);
+    assert_eq!(cache.insert(1, "a".into()), Admission::Admitted);
+    assert_eq!(cache.get(&1).as_deref(), Some("a"));
+    assert_eq!(cache.insert(1, "b".into()), Admission::Updated);
+    assert_eq!(cache.remove(&1).as_deref(), Some("b"));
+    let stats = cache.stats();
+    assert_eq!((stats.hits, stats.misses, stats.admitted, stats.rejected), (1, 1, 1, 1));
+}
+
+#[test]
+fn get_or_insert_with_computes_only_on_a_miss() {
+    let cache: AdmissionCache<u64, u64> =
+        AdmissionCache::builder().capacity(10).admission(AdmissionPolicy::SecondHit).build().unwrap();
+    let calls = AtomicUsize::new(0);
+    let make = || {
+        calls.fetch_add(1, Ordering::Relaxed);
+        42
+    };
+    assert_eq!(cache.get_or_insert_with(7, make), 42); // rejected: computed, not stored
+    assert_eq!(cache.get_or_insert_with(7, make), 42); // admitted now
+    assert_eq!(cache.get_or_insert_with(7, make), 42); // a hit
+    assert_eq!(calls.load(Ordering::Relaxed), 2);
+}
+
+#[test]
+fn evicted_keys_return_without_waiting() {
+    let cache: AdmissionCache<u64, u64> = AdmissionCache::builder()
+        .capacity(2)
+        .admission(AdmissionPolicy::SecondHit)
+        .shards(1)
+        .build()
+        .unwrap();
+    for key in [1, 1, 2, 2, 3, 3] {
+        cache.insert(key, key);
+    }
+    assert_eq!(cache.get(&1), None, "1 was evicted");
+    // The gate kept the evicted key as a ghost: it is admitted on its next request.
+    assert_eq!(cache.insert(1, 1), Admission::Admitted);
+}
+
+#[test]
+fn probation_admits_keys_used_in_the_window() {
+    let cache: AdmissionCache<u64, u64> = AdmissionCache::builder()
+        .capacity(100)
+        .admission(AdmissionPolicy::Probation)
+        .probation_window(0.1)
+        .shards(1)
+        .build()
+        .unwrap();
+    assert_eq!(cache.insert(1, 1), Admission::Admitted); // into the window
+    assert_eq!(cache.get(&1), Some(1));
+    for key in 100..120 {
+        cache.insert(key, key); // push 1 out of the window: it was used, so it goes to main
+    }
+    assert_eq!(cache.get(&1), Some(1));
+    assert_eq!(cache.get(&100), None, "an unused key leaves the window");
+}
+
+#[test]
+fn gate_forgets_after_two_generations() {
+    let gate = SeenBefore::builder().capacity(8).seed(3).build().unwrap();
+    assert!(!gate.check_and_record("old"));
+    assert!(gate.check_and_record("old"));
+    for i in 0..16u32 {
+        gate.check_and_record(&i);
+    }
+    assert!(gate.stats().rotations >= 2);
+    assert!(!gate.contains("old"));
+    assert!(!gate.check_and_record("old"), "aged out, so a first sighting again");
+    gate.forget("old");
+    assert!(!gate.contains("old"));
+}
+
+#[test]
+fn gate_race_has_exactly_one_first_sighting() {
+    let gate = Arc::new(SeenBefore::builder().capacity(200_000).false_positive_rate(1e-6).build().unwrap());
+    let threads = 4;
+    let keys = 20_000u64;
+    let start = Arc::new(Barrier::new(threads));
+    let firsts: usize = (0..threads)
+        .map(|_| {
+            let (gate, start) = (gate.clone(), start.clone());
+            thread::spawn(move || {
+                start.wait();
+                (0..keys).filter(|k| !gate.check_and_record(k)).count()
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .sum();
+    assert_eq!(firsts as u64, keys);
+}
+
+#[test]
+fn bad_configuration_is_an_error() {
+    let err = |b: cuckoo_gate::AdmissionCacheBuilder<u64, u64>| b.build().unwrap_err();
+    assert_eq!(err(AdmissionCache::<u64, u64>::builder()), BuildError::ZeroCapacity);
+    assert!(matches!(
+        err(AdmissionCache::<u64, u64>::builder().capacity(10).shards(0)),
+        BuildError::InvalidShards { .. }
+    ));
+    assert!(matches!(
+        err(AdmissionCache::<u64, u64>::builder().capacity(10).shards(11)),
+        BuildError::InvalidShards { .. }
+    ));
+    assert!(matches!(
+        err(AdmissionCache::<u64, u64>::builder().capacity(10).probation_window(1.0)),
+        BuildError::InvalidProbationWindow { .. }
+    ));
+    assert_eq!(
+        err(AdmissionCache::<u64, u64>::builder().capacity(10).gate_capacity(0)),
+        BuildError::ZeroCapacity
+    );
+    assert!(SeenBefore::builder().build().is_err());
+    assert!(SeenBefore::builder().capacity(10).false_positive_rate(f64::NAN).build().is_err());
+}
+
+#[test]
+fn concurrent_use_keeps_consistent_stats() {
+    for policy in [AdmissionPolicy::Always, AdmissionPolicy::SecondHit, AdmissionPolicy::Probation] {
+        let cache: Arc<AdmissionCache<u64, u64>> =
+            Arc::new(AdmissionCache::builder().capacity(1_000).admission(policy).shards(8).build().unwrap());
+        let per_thread: Vec<[u64; 4]> = (0..4u64)
+            .map(|t| {
+                let cache = cache.clone();
+                thread::spawn(move || {
+                    let mut counts = [0u64; 4]; // gets, admitted, rejected, updated
+                    let mut x = t + 1;
+                    for _ in 0..100_000 {
+                        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        let key = (x >> 33) % 5_000;
+                        match (x >> 20) % 10 {
+                            0..=5 => {
+                                counts[0] += 1;
+                                if let Some(v) = cache.get(&key) {
+                                    assert_eq!(v, key, "a value stored under another key");
+                                }
+                            }
+                            6..=8 => match cache.insert(key, key) {
+                                Admission::Admitted => counts[1] += 1,
+                                Admission::Rejected => counts[2] += 1,
+                                Admission::Updated => counts[3] += 1,
+                            },
+                            _ => {
+                                if let Some(v) = cache.remove(&key) {
+                                    assert_eq!(v, key);
+                                }
+                            }
+                        }
+                    }
+                    counts
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .collect();
+        let total = |i: usize| per_thread.iter().map(|c| c[i]).sum::<u64>();
+        let stats = cache.stats();
+        assert_eq!(stats.hits + stats.misses, total(0), "{policy:?}");
+        assert_eq!(stats.admitted, total(1), "{policy:?}");
+        assert_eq!(stats.rejected, total(2), "{policy:?}");
+        assert!(cache.len() <= cache.capacity());
+    }
+}
