@@ -1,7 +1,9 @@
 //! # cuckoo-gate
 //!
-//! A concurrent cuckoo filter with lock-free lookups, built to sit in front of a cache and
-//! decide what deserves a place in it.
+//! A concurrent cuckoo filter with lock-free lookups ([`CuckooFilter`]), and the cache
+//! admission machinery built on it: a "seen-before" gate ([`SeenBefore`]) and a sharded
+//! LRU cache that admits keys through it ([`AdmissionCache`]). Web services and CDN nodes
+//! use it to keep one-hit wonders out of their caches.
 //!
 //! ```
 //! use cuckoo_gate::CuckooFilter;
@@ -54,6 +56,17 @@
 //! These claims are model-checked with loom (`tests/loom.rs`, including deliberately
 //! broken variants that loom must catch) and stress-tested (`tests/stress.rs`).
 //!
+//! ## The gate and the cache
+//!
+//! [`SeenBefore::check_and_record`] answers "seen before?" and records the key in one
+//! atomic step (an `insert_unique` into the current generation). Two generations of
+//! filters rotate after `capacity` recordings, so the gate's memory is bounded and keys
+//! age out. [`AdmissionCache`] is a sharded, exact-LRU cache (a slab-backed list per shard
+//! under one lock) whose misses are offered to an [`AdmissionPolicy`]: `Always` (plain
+//! LRU), `SecondHit` (admit on the second request) or `Probation` (a small probationary
+//! window in front of the main LRU). The gate forgets keys the cache admits and records
+//! keys it evicts, so a returning evicted key is admitted at once.
+//!
 //! ## Features and their costs
 //!
 //! | feature | cost |
@@ -62,6 +75,9 @@
 //! | deletion, `count` | none: part of the cuckoo design |
 //! | any capacity (no power of two) | one choice bit per slot, in place of a fingerprint bit |
 //! | striped writers | 24 bytes per stripe, up to 1024 stripes |
+//! | admission gate | two filters of `gate_capacity` keys (default 16 × the cache capacity, about 42 bytes per cache entry at ε = 1%) |
+//! | `metrics` feature (default) | nothing on the hot path; `publish_metrics()` sums per-stripe and per-shard counters (see the table in `src/metrics.rs` and the README) |
+//! | sharded LRU | a hash-map entry and two `u32` links per cached entry; one lock per shard |
 #![warn(missing_docs, unsafe_op_in_unsafe_fn, unreachable_pub)]
 #![deny(unsafe_code)]
 
@@ -69,6 +85,8 @@ mod admission;
 mod cache;
 mod error;
 mod filter;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod primitive;
 
 pub use admission::{GateStats, SeenBefore, SeenBeforeBuilder, DEFAULT_GATE_FALSE_POSITIVE_RATE};

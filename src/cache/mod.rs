@@ -109,6 +109,8 @@ pub struct AdmissionCache<K, V> {
     gate: SeenBefore,
     policy: AdmissionPolicy,
     capacity: usize,
+    #[cfg(feature = "metrics")]
+    metrics: Option<crate::metrics::CacheMetrics>,
 }
 
 /// A shard behind its lock, alone on its cache line.
@@ -125,6 +127,8 @@ pub struct AdmissionCacheBuilder<K, V> {
     gate_capacity: Option<usize>,
     probation_window: f64,
     seed: Option<u64>,
+    #[cfg(feature = "metrics")]
+    metrics_name: Option<String>,
 }
 
 impl<K: Hash + Eq + Clone, V: Clone> AdmissionCacheBuilder<K, V> {
@@ -166,6 +170,14 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCacheBuilder<K, V> {
     /// Fixes the hash seeds (reproducible runs); random by default.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
+        self
+    }
+
+    /// Registers this cache's metrics (feature `metrics`) under the label
+    /// `name="<name>"`; publish them with [`AdmissionCache::publish_metrics`].
+    #[cfg(feature = "metrics")]
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.metrics_name = Some(name.into());
         self
     }
 
@@ -218,7 +230,15 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCacheBuilder<K, V> {
             Some(seed) => ahash::RandomState::with_seeds(seed, !seed, seed.rotate_left(17), 0x5eed),
             None => ahash::RandomState::new(),
         };
-        Ok(AdmissionCache { shards, hasher, gate, policy: self.policy, capacity: self.capacity })
+        Ok(AdmissionCache {
+            shards,
+            hasher,
+            gate,
+            policy: self.policy,
+            capacity: self.capacity,
+            #[cfg(feature = "metrics")]
+            metrics: self.metrics_name.as_deref().map(crate::metrics::CacheMetrics::new),
+        })
     }
 }
 
@@ -233,6 +253,8 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
             gate_capacity: None,
             probation_window: DEFAULT_PROBATION_WINDOW,
             seed: None,
+            #[cfg(feature = "metrics")]
+            metrics_name: None,
         }
     }
 
@@ -296,6 +318,27 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
     /// The seen-before gate in front of the cache.
     pub fn gate(&self) -> &SeenBefore {
         &self.gate
+    }
+
+    /// Publishes [`stats`](Self::stats), the entry count and the gate's counters to the
+    /// metrics registered with [`AdmissionCacheBuilder::metrics_name`] (feature `metrics`);
+    /// does nothing without a name. Locks each shard briefly; call it periodically.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::AdmissionCache;
+    ///
+    /// let cache: AdmissionCache<u64, u64> = AdmissionCache::builder().capacity(100).metrics_name("edge").build()?;
+    /// cache.get(&1);
+    /// cache.publish_metrics(); // cuckoo_gate_cache_misses_total{name="edge"} is now 1
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    #[cfg(feature = "metrics")]
+    pub fn publish_metrics(&self) {
+        if let Some(metrics) = &self.metrics {
+            metrics.publish(&self.stats(), self.len(), self.capacity, &self.gate.stats());
+        }
     }
 
     /// Counters, summed over the shards.

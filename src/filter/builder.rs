@@ -40,6 +40,8 @@ pub struct FilterBuilder {
     false_positive_rate: f64,
     seed: Option<u64>,
     stripes: Option<usize>,
+    #[cfg(feature = "metrics")]
+    metrics_name: Option<String>,
 }
 
 impl Default for FilterBuilder {
@@ -49,6 +51,8 @@ impl Default for FilterBuilder {
             false_positive_rate: DEFAULT_FALSE_POSITIVE_RATE,
             seed: None,
             stripes: None,
+            #[cfg(feature = "metrics")]
+            metrics_name: None,
         }
     }
 }
@@ -81,6 +85,14 @@ impl FilterBuilder {
     /// bytes.
     pub fn stripes(mut self, stripes: usize) -> Self {
         self.stripes = Some(stripes);
+        self
+    }
+
+    /// Registers this filter's metrics (feature `metrics`) under the label
+    /// `name="<name>"`; publish them with [`CuckooFilter::publish_metrics`].
+    #[cfg(feature = "metrics")]
+    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
+        self.metrics_name = Some(name.into());
         self
     }
 
@@ -119,7 +131,13 @@ impl FilterBuilder {
         }
         let tables = Tables::new(geometry, stripes).map_err(|()| BuildError::OutOfMemory { bytes })?;
         let seed = self.seed.unwrap_or_else(random_seed);
-        Ok(CuckooFilter::from_parts(tables, eps, seed))
+        #[allow(unused_mut)]
+        let mut filter = CuckooFilter::from_parts(tables, eps, seed);
+        #[cfg(feature = "metrics")]
+        if let Some(name) = &self.metrics_name {
+            filter.metrics = Some(crate::metrics::FilterMetrics::new(name));
+        }
+        Ok(filter)
     }
 }
 

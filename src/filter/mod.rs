@@ -95,6 +95,8 @@ pub struct CuckooFilter {
     seed: u64,
     false_positive_rate: f64,
     failed_inserts: AtomicU64,
+    #[cfg(feature = "metrics")]
+    metrics: Option<crate::metrics::FilterMetrics>,
 }
 
 /// A snapshot of a filter's counters and shape, from [`CuckooFilter::stats`].
@@ -115,6 +117,10 @@ pub struct FilterStats {
     pub buckets: usize,
     /// Lock stripes.
     pub stripes: usize,
+    /// Successful inserts so far (monotonic).
+    pub inserts: u64,
+    /// Fingerprints removed so far, by `remove` or `clear` (monotonic).
+    pub removes: u64,
     /// Fingerprints moved between their two buckets to make room.
     pub relocations: u64,
     /// Inserts that returned an error.
@@ -165,7 +171,15 @@ impl CuckooFilter {
             seed ^ 0x1319_8A2E_0370_7344,
             seed ^ 0xA409_3822_299F_31D0,
         );
-        CuckooFilter { tables, hasher, seed, false_positive_rate, failed_inserts: AtomicU64::new(0) }
+        CuckooFilter {
+            tables,
+            hasher,
+            seed,
+            false_positive_rate,
+            failed_inserts: AtomicU64::new(0),
+            #[cfg(feature = "metrics")]
+            metrics: None,
+        }
     }
 
     #[inline]
@@ -346,11 +360,16 @@ impl CuckooFilter {
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     pub fn stats(&self) -> FilterStats {
+        // Removes first, so an insert racing with this call can only raise the result; a
+        // racing remove can make `inserts` lag by the removes in flight. Exact when quiet.
+        let removes = with_table!(&self.tables, t => t.removes());
         let len = self.len();
         let capacity = self.capacity();
         let load_factor = len as f64 / capacity as f64;
         FilterStats {
             len,
+            inserts: len as u64 + removes,
+            removes,
             capacity,
             load_factor,
             memory_bytes: self.memory_usage(),
@@ -360,6 +379,25 @@ impl CuckooFilter {
             relocations: with_table!(&self.tables, t => t.relocations()),
             failed_inserts: self.failed_inserts.load(Ordering::Relaxed),
             estimated_false_positive_rate: Geometry::fpr_at(self.fingerprint_bits(), load_factor),
+        }
+    }
+
+    /// Publishes [`stats`](Self::stats) to the metrics registered with
+    /// [`FilterBuilder::metrics_name`] (feature `metrics`); does nothing without a name.
+    /// Costs one pass over the stripes; call it periodically, not per operation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let filter = cuckoo_gate::CuckooFilter::builder().capacity(100).metrics_name("sessions").build()?;
+    /// filter.insert("k").unwrap();
+    /// filter.publish_metrics(); // sets cuckoo_gate_filter_items{name="sessions"} to 1
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    #[cfg(feature = "metrics")]
+    pub fn publish_metrics(&self) {
+        if let Some(metrics) = &self.metrics {
+            metrics.publish(&self.stats());
         }
     }
 

@@ -79,10 +79,10 @@ impl<W: Word> Table<W> {
         let lanes = self.lanes();
         let locked = self.lock_pair(p.i1, p.i2);
         if let Some(lane) = lanes.matches(locked.bucket(p.i1), p.v1).lowest() {
-            locked.take(p.i1, lane);
+            locked.remove(p.i1, lane);
             true
         } else if let Some(lane) = lanes.matches(locked.bucket(p.i2), p.v2()).lowest() {
-            locked.take(p.i2, lane);
+            locked.remove(p.i2, lane);
             true
         } else {
             false

@@ -35,11 +35,20 @@ pub(crate) struct Stripe {
     items: AtomicUsize,
     /// Fingerprints moved out of this stripe's buckets. Written only under the lock.
     relocations: AtomicU64,
+    /// Fingerprints removed from this stripe's buckets by `remove` or `clear`. With
+    /// `items`, gives the monotonic insert count: inserts = items + removes. Written only
+    /// under the lock.
+    removes: AtomicU64,
 }
 
 impl Stripe {
     pub(crate) fn new() -> Self {
-        Stripe { version: AtomicU64::new(0), items: AtomicUsize::new(0), relocations: AtomicU64::new(0) }
+        Stripe {
+            version: AtomicU64::new(0),
+            items: AtomicUsize::new(0),
+            relocations: AtomicU64::new(0),
+            removes: AtomicU64::new(0),
+        }
     }
 
     /// Starts an optimistic read: `None` while a writer holds the stripe.
@@ -93,9 +102,20 @@ impl Stripe {
         self.relocations.store(n + 1, Ordering::Relaxed);
     }
 
-    /// Resets the item count; the caller holds the lock.
+    /// Counts `n` removals; the caller holds the lock.
+    pub(crate) fn add_removes(&self, n: u64) {
+        let removes = self.removes.load(Ordering::Relaxed);
+        self.removes.store(removes + n, Ordering::Relaxed);
+    }
+
+    /// Empties the item count into the removal count (for `clear`); the caller holds the lock.
     pub(crate) fn reset_items(&self) {
+        self.add_removes(self.items() as u64);
         self.items.store(0, Ordering::Relaxed);
+    }
+
+    pub(crate) fn removes(&self) -> u64 {
+        self.removes.load(Ordering::Relaxed)
     }
 
     pub(crate) fn items(&self) -> usize {

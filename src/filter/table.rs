@@ -92,6 +92,11 @@ impl<W: Word> Table<W> {
         self.stripes.iter().map(Stripe::items).sum()
     }
 
+    /// Fingerprints removed so far (by `remove` and `clear`).
+    pub(crate) fn removes(&self) -> u64 {
+        self.stripes.iter().map(Stripe::removes).sum()
+    }
+
     /// Fingerprints moved by relocations so far.
     pub(crate) fn relocations(&self) -> u64 {
         self.stripes.iter().map(Stripe::relocations).sum()
@@ -225,6 +230,12 @@ impl<W: Word> Locked<'_, W> {
         debug_assert_ne!(self.table.lanes.lane(self.table.load_bucket(bucket), lane), 0);
         self.table.store_lane(bucket, lane, 0);
         self.table.stripes[self.table.stripe_of(bucket)].add_items(-1);
+    }
+
+    /// Empties the occupied slot `lane` of `bucket` for a `remove`, and counts it.
+    pub(crate) fn remove(&self, bucket: usize, lane: usize) {
+        self.take(bucket, lane);
+        self.table.stripes[self.table.stripe_of(bucket)].add_removes(1);
     }
 
     /// Moves the entry in slot `from_lane` of `from` (stored as `value`) to the empty slot

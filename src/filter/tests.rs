@@ -129,6 +129,19 @@ fn tiny_tables_work() {
 }
 
 #[test]
+fn counts_inserts_and_removes() {
+    let f = filter(100, 0.01);
+    for k in 0..10u32 {
+        f.insert(&k).unwrap();
+    }
+    assert!(f.remove(&3u32));
+    assert!(!f.remove(&1000u32) || f.len() == 8);
+    f.clear();
+    let s = f.stats();
+    assert_eq!((s.len, s.inserts, s.removes), (0, 10, 10));
+}
+
+#[test]
 fn distinct_seeds_by_default() {
     assert_ne!(CuckooFilter::with_capacity(10).seed(), CuckooFilter::with_capacity(10).seed());
 }
