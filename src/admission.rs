@@ -88,6 +88,15 @@ impl SeenBeforeBuilder {
     ///
     /// As [`FilterBuilder::build`](crate::FilterBuilder::build): zero capacity, a
     /// false-positive rate outside (0, 1), or a size that does not fit in memory.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::{BuildError, SeenBefore};
+    ///
+    /// assert_eq!(SeenBefore::builder().build().unwrap_err(), BuildError::ZeroCapacity);
+    /// assert!(SeenBefore::builder().capacity(10).false_positive_rate(0.01).seed(1).build().is_ok());
+    /// ```
     pub fn build(self) -> Result<SeenBefore, BuildError> {
         let filter = |salt: u64| {
             let b =
@@ -132,6 +141,24 @@ impl SeenBefore {
     ///
     /// Lock behaviour: takes a shared lock (blocking only while a rotation runs, once per
     /// `capacity` recordings) and the key's stripe locks in the current generation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::SeenBefore;
+    /// use std::sync::Arc;
+    ///
+    /// let gate = Arc::new(SeenBefore::builder().capacity(1_000).build()?);
+    /// let racers: Vec<_> = (0..4)
+    ///     .map(|_| {
+    ///         let gate = gate.clone();
+    ///         std::thread::spawn(move || gate.check_and_record("new"))
+    ///     })
+    ///     .collect();
+    /// let first_sightings = racers.into_iter().map(|t| t.join().unwrap()).filter(|seen| !seen).count();
+    /// assert_eq!(first_sightings, 1);
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     pub fn check_and_record<T: Hash + ?Sized>(&self, key: &T) -> bool {
         loop {
             {
@@ -158,11 +185,30 @@ impl SeenBefore {
     }
 
     /// Records `key` as seen (once: a key already recorded is left as it is).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let gate = cuckoo_gate::SeenBefore::builder().capacity(100).build()?;
+    /// gate.record("evicted-key");
+    /// assert!(gate.check_and_record("evicted-key"));
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     pub fn record<T: Hash + ?Sized>(&self, key: &T) {
         self.check_and_record(key);
     }
 
     /// Whether `key` was seen, without recording it. Lock-free apart from the shared lock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let gate = cuckoo_gate::SeenBefore::builder().capacity(100).build()?;
+    /// assert!(!gate.contains("k"));
+    /// gate.record("k");
+    /// assert!(gate.contains("k"));
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     pub fn contains<T: Hash + ?Sized>(&self, key: &T) -> bool {
         let generations = self.generations.read();
         generations.filters.iter().any(|f| f.contains(key))
@@ -170,6 +216,16 @@ impl SeenBefore {
 
     /// Forgets `key` (one recording of it in each generation). Call only for keys that
     /// were recorded: forgetting a key never seen may forget one that collides with it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let gate = cuckoo_gate::SeenBefore::builder().capacity(100).build()?;
+    /// gate.record("k");
+    /// gate.forget("k");
+    /// assert!(!gate.contains("k"));
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     pub fn forget<T: Hash + ?Sized>(&self, key: &T) {
         let generations = self.generations.read();
         for filter in &generations.filters {
@@ -188,6 +244,17 @@ impl SeenBefore {
     }
 
     /// Counters and size.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let gate = cuckoo_gate::SeenBefore::builder().capacity(2).build()?;
+    /// for k in 0..5u32 {
+    ///     gate.record(&k);
+    /// }
+    /// assert!(gate.stats().rotations >= 2);
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     pub fn stats(&self) -> GateStats {
         let generations = self.generations.read();
         GateStats {

@@ -3,6 +3,13 @@
 use std::fmt;
 
 /// Why a builder refused its configuration.
+///
+/// # Examples
+///
+/// ```
+/// let err = cuckoo_gate::CuckooFilter::builder().capacity(0).build().unwrap_err();
+/// assert!(err.to_string().contains(".capacity(n)"));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum BuildError {
@@ -90,6 +97,20 @@ impl std::error::Error for BuildError {}
 
 /// Why an insert did not store its key. In every case the filter is unchanged apart from
 /// relocations, which move fingerprints between their two buckets and lose nothing.
+///
+/// # Examples
+///
+/// ```
+/// use cuckoo_gate::{CuckooFilter, InsertError};
+///
+/// let filter = CuckooFilter::builder().capacity(100).build()?;
+/// for _ in 0..8 {
+///     filter.insert("hot")?;
+/// }
+/// assert_eq!(filter.insert("hot"), Err(InsertError::TooManyCopies));
+/// assert_eq!(filter.count("hot"), 8); // nothing lost
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum InsertError {

@@ -189,6 +189,17 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCacheBuilder<K, V> {
     /// [`BuildError::InvalidShards`] for zero shards or more shards than entries,
     /// [`BuildError::InvalidProbationWindow`] for a window outside [0, 1), and the
     /// gate's own errors.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::{AdmissionCache, BuildError};
+    ///
+    /// let zero = AdmissionCache::<u64, u64>::builder().build();
+    /// assert_eq!(zero.unwrap_err(), BuildError::ZeroCapacity);
+    /// let exact_lru = AdmissionCache::<u64, u64>::builder().capacity(10).shards(1).build();
+    /// assert!(exact_lru.is_ok());
+    /// ```
     pub fn build(self) -> Result<AdmissionCache<K, V>, BuildError> {
         if self.capacity == 0 {
             return Err(BuildError::ZeroCapacity);
@@ -269,18 +280,56 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
 
     /// The value of `key`, which becomes most recently used. Blocks while another thread
     /// holds the key's shard.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::{AdmissionCache, AdmissionPolicy};
+    ///
+    /// let cache: AdmissionCache<u64, &str> =
+    ///     AdmissionCache::builder().capacity(100).admission(AdmissionPolicy::Always).build()?;
+    /// cache.insert(1, "one");
+    /// assert_eq!(cache.get(&1), Some("one"));
+    /// assert_eq!(cache.get(&2), None);
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     pub fn get(&self, key: &K) -> Option<V> {
         self.shard(key).lock().get(key)
     }
 
     /// Stores `value` for `key` if the key is present (replacing its value) or the policy
     /// admits it. Blocks while another thread holds the key's shard.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::{AdmissionCache, AdmissionPolicy};
+    ///
+    /// let cache: AdmissionCache<u64, &str> =
+    ///     AdmissionCache::builder().capacity(100).admission(AdmissionPolicy::Always).build()?;
+    /// use cuckoo_gate::Admission;
+    /// assert_eq!(cache.insert(1, "one"), Admission::Admitted);
+    /// assert_eq!(cache.insert(1, "uno"), Admission::Updated);
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     pub fn insert(&self, key: K, value: V) -> Admission {
         self.shard(&key).lock().insert(key, value, self.policy, &self.gate)
     }
 
     /// The value of `key`; on a miss, `make()` computes it, and it is stored if admitted.
     /// `make` runs without any lock held.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::{AdmissionCache, AdmissionPolicy};
+    ///
+    /// let cache: AdmissionCache<u64, &str> =
+    ///     AdmissionCache::builder().capacity(100).admission(AdmissionPolicy::Always).build()?;
+    /// assert_eq!(cache.get_or_insert_with(1, || "computed"), "computed");
+    /// assert_eq!(cache.get_or_insert_with(1, || unreachable!()), "computed");
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     pub fn get_or_insert_with(&self, key: K, make: impl FnOnce() -> V) -> V {
         if let Some(value) = self.get(&key) {
             return value;
@@ -291,11 +340,36 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
     }
 
     /// Removes `key`, returning its value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::{AdmissionCache, AdmissionPolicy};
+    ///
+    /// let cache: AdmissionCache<u64, &str> =
+    ///     AdmissionCache::builder().capacity(100).admission(AdmissionPolicy::Always).build()?;
+    /// cache.insert(1, "one");
+    /// assert_eq!(cache.remove(&1), Some("one"));
+    /// assert!(cache.is_empty());
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     pub fn remove(&self, key: &K) -> Option<V> {
         self.shard(key).lock().remove(key)
     }
 
     /// Entries held (summed over the shards, each read under its lock).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::{AdmissionCache, AdmissionPolicy};
+    ///
+    /// let cache: AdmissionCache<u64, &str> =
+    ///     AdmissionCache::builder().capacity(100).admission(AdmissionPolicy::Always).build()?;
+    /// cache.insert(1, "one");
+    /// assert_eq!((cache.len(), cache.capacity()), (1, 100));
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.shards.iter().map(|s| s.lock().len()).sum()
     }
@@ -342,6 +416,22 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
     }
 
     /// Counters, summed over the shards.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::{AdmissionCache, AdmissionPolicy};
+    ///
+    /// let cache: AdmissionCache<u64, &str> =
+    ///     AdmissionCache::builder().capacity(100).admission(AdmissionPolicy::Always).build()?;
+    /// cache.get(&1);
+    /// cache.insert(1, "one");
+    /// cache.get(&1);
+    /// let stats = cache.stats();
+    /// assert_eq!((stats.hits, stats.misses, stats.admitted), (1, 1, 1));
+    /// assert_eq!(stats.hit_ratio(), 0.5);
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     pub fn stats(&self) -> CacheStats {
         self.shards.iter().fold(CacheStats::default(), |mut total, shard| {
             let Counters { hits, misses, admitted, rejected, evictions } = shard.lock().counters;

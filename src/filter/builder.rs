@@ -103,6 +103,16 @@ impl FilterBuilder {
     /// A [`BuildError`] naming the setting to change: ε outside (0, 1) or below the
     /// smallest supported value, zero capacity, a table too large to address or allocate,
     /// or a stripe count that is not a power of two.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::{BuildError, CuckooFilter};
+    ///
+    /// let bad = CuckooFilter::builder().capacity(10).false_positive_rate(1.5).build();
+    /// assert!(matches!(bad, Err(BuildError::InvalidFalsePositiveRate { .. })));
+    /// assert_eq!(CuckooFilter::builder().build().unwrap_err(), BuildError::ZeroCapacity);
+    /// ```
     pub fn build(self) -> Result<CuckooFilter, BuildError> {
         let eps = self.false_positive_rate;
         if !(eps > 0.0 && eps < 1.0) {

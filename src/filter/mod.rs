@@ -292,6 +292,16 @@ impl CuckooFilter {
 
     /// Stored fingerprints (copies count). Sums per-stripe counters without locking, so
     /// under concurrent writes it is a recent value, not an instant's.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let filter = cuckoo_gate::CuckooFilter::builder().capacity(1_000).build()?;
+    /// filter.insert("a")?;
+    /// filter.insert("a")?;
+    /// assert_eq!(filter.len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn len(&self) -> usize {
         with_table!(&self.tables, t => t.len())
     }
@@ -303,16 +313,46 @@ impl CuckooFilter {
 
     /// Slots in the table: the most fingerprints it can hold. Inserts start to fail at
     /// about 96% of this.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let filter = cuckoo_gate::CuckooFilter::builder().capacity(1_000).build()?;
+    /// assert!(filter.capacity() >= 1_000);
+    /// assert_eq!(filter.capacity() % 4, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn capacity(&self) -> usize {
         self.tables.geometry().buckets() * SLOTS
     }
 
     /// `len() / capacity()`, in [0, 1].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let filter = cuckoo_gate::CuckooFilter::builder().capacity(1_000).build()?;
+    /// filter.insert("a")?;
+    /// assert_eq!(filter.load_factor(), 1.0 / filter.capacity() as f64);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn load_factor(&self) -> f64 {
         self.len() as f64 / self.capacity() as f64
     }
 
     /// Bytes held by the table and its lock stripes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let filter = cuckoo_gate::CuckooFilter::builder().capacity(1_000).build()?;
+    /// # drop(filter);
+    /// // 13-bit slots at the default 0.1%: about 13.7 bits per item at the sized capacity.
+    /// let filter = cuckoo_gate::CuckooFilter::with_capacity(1_000_000);
+    /// let bits_per_item = filter.memory_usage() as f64 * 8.0 / 1_000_000.0;
+    /// assert!(bits_per_item < 14.0, "{bits_per_item}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn memory_usage(&self) -> usize {
         with_table!(&self.tables, t => t.memory_bytes())
     }
