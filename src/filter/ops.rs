@@ -37,6 +37,17 @@ impl<W: Word> Table<W> {
                 if unique && (m1.any() || m2.any()) {
                     return Ok(false);
                 }
+                #[cfg(cuckoo_gate_broken = "split_unique")]
+                let (locked, b1, b2) = if unique {
+                    // Deliberately wrong (for the loom suite): check and insert under two
+                    // separate lock holds, so two racing callers can both insert.
+                    drop(locked);
+                    let locked = self.lock_pair(p.i1, p.i2);
+                    let (b1, b2) = (locked.bucket(p.i1), locked.bucket(p.i2));
+                    (locked, b1, b2)
+                } else {
+                    (locked, b1, b2)
+                };
                 if let Some(lane) = lanes.empties(b1).lowest() {
                     locked.put(p.i1, lane, p.v1);
                     return Ok(true);
