@@ -63,8 +63,8 @@
 //! filters rotate after `capacity` recordings, so the gate's memory is bounded and keys
 //! age out. [`AdmissionCache`] is a sharded, exact-LRU cache (a slab-backed list per shard
 //! under one lock) whose misses are offered to an [`AdmissionPolicy`]: `Always` (plain
-//! LRU), `SecondHit` (admit on the second request) or `Probation` (a small probationary
-//! window in front of the main LRU). The gate forgets keys the cache admits and records
+//! LRU), `SecondHit` (admit on the second request) or `Probation` (a segmented LRU whose
+//! protected segment is entered by a second request). The gate forgets keys the cache admits and records
 //! keys it evicts, so a returning evicted key is admitted at once.
 //!
 //! ## Features and their costs

@@ -152,13 +152,19 @@ fn probation_admits_keys_used_in_the_window() {
         .shards(1)
         .build()
         .unwrap();
-    assert_eq!(cache.insert(1, 1), Admission::Admitted); // into the window
-    assert_eq!(cache.get(&1), Some(1));
+    assert_eq!(cache.insert(1, 1), Admission::Admitted); // on probation
+    assert_eq!(cache.get(&1), Some(1)); // a hit on probation: promoted to main
     for key in 100..120 {
-        cache.insert(key, key); // push 1 out of the window: it was used, so it goes to main
+        cache.insert(key, key); // 20 new keys through a 10-entry probation segment
     }
-    assert_eq!(cache.get(&1), Some(1));
-    assert_eq!(cache.get(&100), None, "an unused key leaves the window");
+    assert_eq!(cache.get(&1), Some(1), "a promoted key is not pushed out by new keys");
+    assert_eq!(cache.get(&100), None, "an unused key leaves probation");
+    // A key that left unused is remembered by the gate: asked again, it goes to main.
+    assert_eq!(cache.insert(100, 100), Admission::Admitted);
+    for key in 200..220 {
+        cache.insert(key, key);
+    }
+    assert_eq!(cache.get(&100), Some(100));
 }
 
 #[test]

@@ -19,7 +19,7 @@ pub(crate) struct Counters {
 
 pub(crate) struct Shard<K, V> {
     main: Lru<K, V>,
-    /// New keys under [`AdmissionPolicy::Probation`]; capacity 0 otherwise.
+    /// The probation segment under [`AdmissionPolicy::Probation`]; capacity 0 otherwise.
     window: Lru<K, V>,
     pub(crate) counters: Counters,
 }
@@ -33,16 +33,37 @@ impl<K: Hash + Eq + Clone, V: Clone> Shard<K, V> {
         self.main.len() + self.window.len()
     }
 
-    pub(crate) fn get(&mut self, key: &K) -> Option<V> {
+    pub(crate) fn get(&mut self, key: &K, gate: &SeenBefore) -> Option<V> {
         let found = match self.main.get(key) {
             Some(v) => Some(v.clone()),
-            None => self.window.get(key).cloned(),
+            // A hit on probation earns the key a place in the main LRU.
+            None => self.window.remove(key).map(|v| {
+                self.promote(key.clone(), v.clone(), gate);
+                v
+            }),
         };
         match found {
             Some(_) => self.counters.hits += 1,
             None => self.counters.misses += 1,
         }
         found
+    }
+
+    /// Moves `key` into the main LRU; main's least recently used entry is demoted to the
+    /// window (a second chance), whose own victim leaves the cache as a ghost in the gate.
+    fn promote(&mut self, key: K, value: V, gate: &SeenBefore) {
+        if let Some((old, old_value, _)) = self.main.insert(key, value) {
+            self.window_insert(old, old_value, gate);
+        }
+    }
+
+    /// Puts `key` on probation; the window's least recently used entry leaves the cache
+    /// and stays only as a recording in the gate.
+    fn window_insert(&mut self, key: K, value: V, gate: &SeenBefore) {
+        if let Some((old, _, _)) = self.window.insert(key, value) {
+            self.counters.evictions += 1;
+            gate.record(&old);
+        }
     }
 
     pub(crate) fn remove(&mut self, key: &K) -> Option<V> {
@@ -80,19 +101,12 @@ impl<K: Hash + Eq + Clone, V: Clone> Shard<K, V> {
             }
             AdmissionPolicy::Probation => {
                 if gate.check_and_record(&key) {
-                    // Seen recently (a "ghost" of a key that left the window unused, or a
-                    // key requested twice before it could be stored): straight to main.
+                    // Seen recently (a ghost of a key that left the cache, or a key
+                    // requested twice before it could be stored): straight to main.
                     gate.forget(&key);
-                    self.main_insert(key, value, gate);
-                } else if let Some((old, old_value, touched)) = self.window.insert(key, value) {
-                    // The window's oldest entry leaves: to main if it was used while on
-                    // probation; otherwise it stays only as a recording in the gate.
-                    if touched {
-                        gate.forget(&old);
-                        self.main_insert(old, old_value, gate);
-                    } else {
-                        self.counters.evictions += 1;
-                    }
+                    self.promote(key, value, gate);
+                } else {
+                    self.window_insert(key, value, gate);
                 }
                 true
             }
