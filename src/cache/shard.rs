@@ -37,10 +37,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Shard<K, V> {
         let found = match self.main.get(key) {
             Some(v) => Some(v.clone()),
             // A hit on probation earns the key a place in the main LRU.
-            None => self.window.remove(key).map(|v| {
-                self.promote(key.clone(), v.clone(), gate);
-                v
-            }),
+            None => self.window.remove(key).inspect(|v| self.promote(key.clone(), v.clone(), gate)),
         };
         match found {
             Some(_) => self.counters.hits += 1,
