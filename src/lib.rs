@@ -74,7 +74,7 @@
 //! | lock-free lookups | two version loads and one re-check per lookup |
 //! | deletion, `count` | none: part of the cuckoo design |
 //! | any capacity (no power of two) | one choice bit per slot, in place of a fingerprint bit |
-//! | striped writers | 24 bytes per stripe, up to 1024 stripes |
+//! | striped writers | 32 bytes per stripe (version, item, relocation and removal counts), up to 1024 stripes |
 //! | admission gate | two filters of `gate_capacity` keys (default 16 × the cache capacity, about 42 bytes per cache entry at ε = 1%) |
 //! | `metrics` feature (default) | nothing on the hot path; `publish_metrics()` sums per-stripe and per-shard counters (see the table in `src/metrics.rs` and the README) |
 //! | sharded LRU | a hash-map entry and two `u32` links per cached entry; one lock per shard |

@@ -275,3 +275,11 @@ fn concurrent_use_keeps_consistent_stats() {
         assert!(cache.len() <= cache.capacity());
     }
 }
+
+#[test]
+fn public_types_are_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<cuckoo_gate::CuckooFilter>();
+    send_sync::<SeenBefore>();
+    send_sync::<AdmissionCache<u64, String>>();
+}

@@ -14,8 +14,6 @@ struct Slot<K, V> {
     prev: u32,
     /// Toward the least recently used end.
     next: u32,
-    /// Set on a hit; used by the probationary window.
-    touched: bool,
 }
 
 /// A bounded LRU list. Not thread-safe: a shard wraps it in a lock.
@@ -57,14 +55,12 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         self.slots[index as usize].as_mut().expect("linked slot is occupied")
     }
 
-    /// The value of `key`, made most recently used and marked as touched.
+    /// The value of `key`, made most recently used.
     pub(crate) fn get(&mut self, key: &K) -> Option<&V> {
         let index = *self.map.get(key)?;
         self.unlink(index);
         self.push_front(index);
-        let slot = self.slot(index);
-        slot.touched = true;
-        Some(&slot.value)
+        Some(&self.slot(index).value)
     }
 
     /// Replaces the value of a present `key` (making it most recently used); `Err(value)`
@@ -78,15 +74,15 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
     }
 
     /// Inserts an absent `key` as most recently used, first evicting the least recently
-    /// used entry if the list is full; returns the evicted entry and whether it was touched.
-    /// With capacity 0 the new entry itself is returned.
-    pub(crate) fn insert(&mut self, key: K, value: V) -> Option<(K, V, bool)> {
+    /// used entry if the list is full; returns the evicted entry. With capacity 0 the new
+    /// entry itself is returned.
+    pub(crate) fn insert(&mut self, key: K, value: V) -> Option<(K, V)> {
         debug_assert!(!self.map.contains_key(&key));
         if self.capacity == 0 {
-            return Some((key, value, false));
+            return Some((key, value));
         }
         let evicted = if self.is_full() { self.pop_lru() } else { None };
-        let slot = Some(Slot { key: key.clone(), value, prev: NIL, next: NIL, touched: false });
+        let slot = Some(Slot { key: key.clone(), value, prev: NIL, next: NIL });
         let index = match self.free.pop() {
             Some(index) => {
                 self.slots[index as usize] = slot;
@@ -108,22 +104,22 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         Some(self.release(index).1)
     }
 
-    /// Removes and returns the least recently used entry and whether it was touched.
-    pub(crate) fn pop_lru(&mut self) -> Option<(K, V, bool)> {
+    /// Removes and returns the least recently used entry.
+    pub(crate) fn pop_lru(&mut self) -> Option<(K, V)> {
         if self.tail == NIL {
             return None;
         }
-        let (key, value, touched) = self.release(self.tail);
+        let (key, value) = self.release(self.tail);
         self.map.remove(&key);
-        Some((key, value, touched))
+        Some((key, value))
     }
 
     /// Unlinks slot `index` and frees it, returning its contents.
-    fn release(&mut self, index: u32) -> (K, V, bool) {
+    fn release(&mut self, index: u32) -> (K, V) {
         self.unlink(index);
         self.free.push(index);
         let slot = self.slots[index as usize].take().expect("linked slot is occupied");
-        (slot.key, slot.value, slot.touched)
+        (slot.key, slot.value)
     }
 
     fn unlink(&mut self, index: u32) {
@@ -185,7 +181,7 @@ mod tests {
                             model.push_front((key, value));
                             prop_assert!(lru.update(&key, value).is_ok());
                         } else {
-                            let evicted = lru.insert(key, value).map(|(k, v, _)| (k, v));
+                            let evicted = lru.insert(key, value);
                             model.push_front((key, value));
                             let expect = if model.len() > capacity { model.pop_back() } else { None };
                             prop_assert_eq!(evicted, expect);

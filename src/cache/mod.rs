@@ -156,7 +156,8 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCacheBuilder<K, V> {
     }
 
     /// Recordings per generation of the seen-before gate; default
-    /// [`DEFAULT_GATE_MULTIPLIER`] times the cache capacity. A larger gate remembers first
+    /// [`DEFAULT_GATE_MULTIPLIER`] times the cache capacity (and minimal under
+    /// [`AdmissionPolicy::Always`], which never consults the gate). A larger gate remembers first
     /// sightings (and evicted keys) for longer: more second hits are caught, at about 21
     /// bits per recording.
     pub fn gate_capacity(mut self, keys: usize) -> Self {
@@ -223,8 +224,12 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCacheBuilder<K, V> {
         if !(0.0..1.0).contains(&window) {
             return Err(BuildError::InvalidProbationWindow { fraction: window });
         }
-        let gate_capacity =
-            self.gate_capacity.unwrap_or(self.capacity.saturating_mul(DEFAULT_GATE_MULTIPLIER));
+        let gate_capacity = match (self.policy, self.gate_capacity) {
+            (_, Some(keys)) => keys,
+            // Plain LRU never consults the gate: keep it minimal.
+            (AdmissionPolicy::Always, None) => 1,
+            (_, None) => self.capacity.saturating_mul(DEFAULT_GATE_MULTIPLIER),
+        };
         let mut gate = SeenBefore::builder().capacity(gate_capacity);
         if let Some(seed) = self.seed {
             gate = gate.seed(seed);

@@ -1,4 +1,4 @@
-//! One shard of the cache: a main LRU, an optional probationary window, and counters,
+//! One shard of the cache: a main LRU, a probation segment (under `Probation`), and counters,
 //! all behind the shard's lock. The admission decisions live here.
 
 use std::hash::Hash;
@@ -49,7 +49,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Shard<K, V> {
     /// Moves `key` into the main LRU; main's least recently used entry is demoted to the
     /// window (a second chance), whose own victim leaves the cache as a ghost in the gate.
     fn promote(&mut self, key: K, value: V, gate: &SeenBefore) {
-        if let Some((old, old_value, _)) = self.main.insert(key, value) {
+        if let Some((old, old_value)) = self.main.insert(key, value) {
             self.window_insert(old, old_value, gate);
         }
     }
@@ -57,7 +57,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Shard<K, V> {
     /// Puts `key` on probation; the window's least recently used entry leaves the cache
     /// and stays only as a recording in the gate.
     fn window_insert(&mut self, key: K, value: V, gate: &SeenBefore) {
-        if let Some((old, _, _)) = self.window.insert(key, value) {
+        if let Some((old, _)) = self.window.insert(key, value) {
             self.counters.evictions += 1;
             gate.record(&old);
         }
@@ -85,7 +85,10 @@ impl<K: Hash + Eq + Clone, V: Clone> Shard<K, V> {
         };
         let admitted = match policy {
             AdmissionPolicy::Always => {
-                self.main_insert(key, value, gate);
+                // Plain LRU: the gate plays no part, not even for ghosts.
+                if self.main.insert(key, value).is_some() {
+                    self.counters.evictions += 1;
+                }
                 true
             }
             AdmissionPolicy::SecondHit => {
@@ -121,7 +124,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Shard<K, V> {
     /// that if it comes back soon it is admitted at once instead of waiting for a second
     /// request again.
     fn main_insert(&mut self, key: K, value: V, gate: &SeenBefore) {
-        if let Some((evicted, _, _)) = self.main.insert(key, value) {
+        if let Some((evicted, _)) = self.main.insert(key, value) {
             self.counters.evictions += 1;
             gate.record(&evicted);
         }

@@ -15,7 +15,7 @@ pub const DEFAULT_FALSE_POSITIVE_RATE: f64 = 0.001;
 pub(crate) const TARGET_LOAD_PERCENT: u128 = 95;
 
 /// Most stripes chosen by default: enough that writers on a few dozen cores rarely meet,
-/// and few enough (24 KiB) that the stamps stay in cache.
+/// and few enough (32 KiB) that the stamps stay in cache.
 const DEFAULT_MAX_STRIPES: usize = 1024;
 
 /// Configures a [`CuckooFilter`]. Made by [`CuckooFilter::builder`].
@@ -81,7 +81,7 @@ impl FilterBuilder {
     }
 
     /// Number of lock stripes, a power of two. By default up to 1024, fewer for tables too
-    /// small to use them. More stripes let more writers proceed at once; a stripe costs 24
+    /// small to use them. More stripes let more writers proceed at once; a stripe costs 32
     /// bytes.
     pub fn stripes(mut self, stripes: usize) -> Self {
         self.stripes = Some(stripes);
