@@ -420,7 +420,8 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
     #[cfg(feature = "metrics")]
     pub fn publish_metrics(&self) {
         if let Some(metrics) = &self.metrics {
-            metrics.publish(&self.stats(), self.len(), self.capacity, &self.gate.stats());
+            let (stats, entries) = self.snapshot();
+            metrics.publish(&stats, entries, self.capacity, &self.gate.stats());
         }
     }
 
@@ -442,14 +443,20 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     pub fn stats(&self) -> CacheStats {
-        self.shards.iter().fold(CacheStats::default(), |mut total, shard| {
-            let Counters { hits, misses, admitted, rejected, evictions } = shard.lock().counters;
+        self.snapshot().0
+    }
+
+    /// Counters and entries, summed over the shards with each shard locked once.
+    fn snapshot(&self) -> (CacheStats, usize) {
+        self.shards.iter().fold((CacheStats::default(), 0), |(mut total, entries), shard| {
+            let shard = shard.lock();
+            let Counters { hits, misses, admitted, rejected, evictions } = shard.counters;
             total.hits += hits;
             total.misses += misses;
             total.admitted += admitted;
             total.rejected += rejected;
             total.evictions += evictions;
-            total
+            (total, entries + shard.len())
         })
     }
 }

@@ -400,10 +400,10 @@ impl CuckooFilter {
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     pub fn stats(&self) -> FilterStats {
-        // Removes first, so an insert racing with this call can only raise the result; a
-        // racing remove can make `inserts` lag by the removes in flight. Exact when quiet.
-        let removes = with_table!(&self.tables, t => t.removes());
-        let len = self.len();
+        // One pass over the stripes. A racing remove can make `inserts` lag by the removes
+        // in flight (see `Table::totals`); exact when quiet.
+        let totals = with_table!(&self.tables, t => t.totals());
+        let (len, removes) = (totals.items, totals.removes);
         let capacity = self.capacity();
         let load_factor = len as f64 / capacity as f64;
         FilterStats {
@@ -416,7 +416,7 @@ impl CuckooFilter {
             fingerprint_bits: self.fingerprint_bits(),
             buckets: self.tables.geometry().buckets(),
             stripes: with_table!(&self.tables, t => t.stripe_count()),
-            relocations: with_table!(&self.tables, t => t.relocations()),
+            relocations: totals.relocations,
             failed_inserts: self.failed_inserts.load(Ordering::Relaxed),
             estimated_false_positive_rate: Geometry::fpr_at(self.fingerprint_bits(), load_factor),
         }

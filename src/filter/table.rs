@@ -27,6 +27,17 @@ const OPTIMISTIC_TRIES: usize = if cfg!(cuckoo_gate_loom) { 2 } else { 16 };
 /// The words after the last bucket that a bucket read may touch.
 const PADDING_WORDS: usize = 2;
 
+/// Counters summed over the stripes by [`Table::totals`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Totals {
+    /// Stored fingerprints.
+    pub(crate) items: usize,
+    /// Fingerprints removed by `remove` and `clear`.
+    pub(crate) removes: u64,
+    /// Fingerprints moved by relocations.
+    pub(crate) relocations: u64,
+}
+
 /// Buckets, stripes and the geometry that maps keys onto them.
 #[derive(Debug)]
 pub(crate) struct Table<W> {
@@ -92,14 +103,15 @@ impl<W: Word> Table<W> {
         self.stripes.iter().map(Stripe::items).sum()
     }
 
-    /// Fingerprints removed so far (by `remove` and `clear`).
-    pub(crate) fn removes(&self) -> u64 {
-        self.stripes.iter().map(Stripe::removes).sum()
-    }
-
-    /// Fingerprints moved by relocations so far.
-    pub(crate) fn relocations(&self) -> u64 {
-        self.stripes.iter().map(Stripe::relocations).sum()
+    /// The stripes' counters, summed in one pass. Per stripe, removals are read before
+    /// items, so an insert racing with this call can only raise `items + removes`.
+    pub(crate) fn totals(&self) -> Totals {
+        self.stripes.iter().fold(Totals::default(), |mut t, stripe| {
+            t.removes += stripe.removes();
+            t.items += stripe.items();
+            t.relocations += stripe.relocations();
+            t
+        })
     }
 
     #[inline]
