@@ -54,6 +54,22 @@ pub enum BuildError {
         /// The value given.
         fraction: f64,
     },
+    /// The maximum capacity is below the capacity.
+    MaxCapacityBelowCapacity {
+        /// The capacity given.
+        capacity: usize,
+        /// The maximum capacity given.
+        max_capacity: usize,
+    },
+    /// Growth from the capacity to the maximum capacity needs more doublings than a slot
+    /// has room for: each doubling costs one bit per slot, and a slot (fingerprint,
+    /// growth bits and choice bit) holds at most 32.
+    TooManyDoublings {
+        /// Doublings from the capacity to the maximum capacity.
+        doublings: u32,
+        /// The most this false-positive rate allows.
+        most: u32,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -86,6 +102,15 @@ impl fmt::Display for BuildError {
                 f,
                 "{shards} shards for a capacity of {capacity}; use between 1 and the capacity (1 = one exact LRU order)"
             ),
+            BuildError::MaxCapacityBelowCapacity { capacity, max_capacity } => write!(
+                f,
+                "max_capacity {max_capacity} is below capacity {capacity}; set .max_capacity(n) to at least the capacity"
+            ),
+            BuildError::TooManyDoublings { doublings, most } => write!(
+                f,
+                "growing to max_capacity takes {doublings} doublings but at most {most} fit in a slot at this false-positive rate; \
+                 raise .capacity(n), lower .max_capacity(n) or raise .false_positive_rate(e)"
+            ),
             BuildError::InvalidProbationWindow { fraction } => {
                 write!(f, "probation window {fraction} is not in [0, 1); pass e.g. 0.1 for 10% of the capacity")
             }
@@ -114,9 +139,20 @@ impl std::error::Error for BuildError {}
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum InsertError {
-    /// No free slot could be made within the relocation search budget: the filter is
-    /// (nearly) full. Build a larger filter or enable growth with `max_capacity`.
+    /// No free slot could be made within the relocation search budget and the filter is
+    /// fixed-size (its `max_capacity` is its capacity): it is (nearly) full. Build a larger
+    /// filter or allow growth with `max_capacity`.
     Full,
+    /// The filter is full and has already doubled up to its `max_capacity`.
+    MaxCapacityReached {
+        /// The capacity (slots) the filter has grown to.
+        capacity: usize,
+    },
+    /// The filter is full and the allocator refused the memory for doubling it.
+    OutOfMemory {
+        /// Bytes that were asked for.
+        bytes: usize,
+    },
     /// Both of the key's buckets are full of copies of its fingerprint: the same key (or
     /// one indistinguishable from it) was inserted 8 times already. Remove a copy first,
     /// or use `insert_unique`.
@@ -127,8 +163,15 @@ impl fmt::Display for InsertError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             InsertError::Full => f.write_str(
-                "cuckoo filter is full: no relocation path within the search budget; build a larger filter",
+                "cuckoo filter is full: no relocation path within the search budget; build a larger filter or set max_capacity",
             ),
+            InsertError::MaxCapacityReached { capacity } => write!(
+                f,
+                "cuckoo filter is full at its max_capacity ({capacity} slots); build it with a larger .max_capacity(n)"
+            ),
+            InsertError::OutOfMemory { bytes } => {
+                write!(f, "cuckoo filter is full and doubling it needs {bytes} bytes, which the allocator refused")
+            }
             InsertError::TooManyCopies => f.write_str(
                 "key's two buckets already hold 8 copies of its fingerprint; remove one first or use insert_unique",
             ),

@@ -100,4 +100,4 @@ pub use error::{BuildError, InsertError};
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
-pub use filter::{CuckooFilter, FilterBuilder, FilterStats, DEFAULT_FALSE_POSITIVE_RATE};
+pub use filter::{CuckooFilter, FilterBuilder, FilterStats, DEFAULT_DOUBLINGS, DEFAULT_FALSE_POSITIVE_RATE};

@@ -1,4 +1,5 @@
-//! The loom shim: the only module that names `std::sync::atomic`, `parking_lot` or `loom`.
+//! The loom shim: the only module that names `std::sync::atomic`, `parking_lot`, `loom` or
+//! `crossbeam_epoch`.
 //!
 //! Everything else in the crate imports its atomics, fences, locks and spin hints from
 //! here, so building with `RUSTFLAGS="--cfg cuckoo_gate_loom"` swaps every primitive for
@@ -54,7 +55,7 @@ mod imp {
 
 #[cfg(cuckoo_gate_loom)]
 mod imp {
-    pub(crate) use loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
     /// loom's mutex, with `parking_lot`'s signature (a poisoned lock is a failed model).
     #[derive(Debug)]
@@ -100,6 +101,10 @@ mod imp {
 }
 
 pub(crate) use imp::*;
+
+/// Epoch-based reclamation of retired tables. Built with `--cfg crossbeam_loom` (which the
+/// loom runs pass beside `cuckoo_gate_loom`), crossbeam-epoch uses loom's primitives too.
+pub(crate) use crossbeam_epoch as epoch;
 
 /// Exponential backoff for spin loops: a few rounds of spin hints, then yields.
 pub(crate) struct Backoff {

@@ -36,7 +36,7 @@ const SEED: u64 = 0x1007;
 
 /// A filter of 3 buckets (12 slots) with 9-bit fingerprints.
 fn tiny() -> CuckooFilter {
-    let f = CuckooFilter::builder().capacity(9).false_positive_rate(0.01).seed(SEED).build().unwrap();
+    let f = CuckooFilter::builder().capacity(9).max_capacity(9).false_positive_rate(0.01).seed(SEED).build().unwrap();
     assert_eq!(f.capacity(), 12);
     f
 }

@@ -35,7 +35,13 @@ const OPS_PER_WORKER: u64 = 2_500_000;
 #[test]
 fn mixed_workload_never_misses_a_present_key() {
     let filter = Arc::new(
-        CuckooFilter::builder().capacity(20_000).false_positive_rate(0.001).seed(11).build().unwrap(),
+        CuckooFilter::builder()
+            .capacity(20_000)
+            .max_capacity(20_000)
+            .false_positive_rate(0.001)
+            .seed(11)
+            .build()
+            .unwrap(),
     );
     let slots = filter.capacity() as u64;
     // 40% of the slots hold keys that stay for the whole run.

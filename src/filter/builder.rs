@@ -1,7 +1,7 @@
 //! [`FilterBuilder`]: validates a configuration and sizes the table.
 
 use super::bucket::SLOTS;
-use super::hash::{Geometry, MAX_FINGERPRINT_BITS};
+use super::hash::{Geometry, MAX_FINGERPRINT_BITS, MAX_SLOT_BITS};
 use super::table::{table_bytes, GROUP};
 use super::{CuckooFilter, Tables};
 use crate::error::BuildError;
@@ -17,6 +17,16 @@ pub(crate) const TARGET_LOAD_PERCENT: u128 = 95;
 /// Most stripes chosen by default: enough that writers on a few dozen cores rarely meet,
 /// and few enough (32 KiB) that the stamps stay in cache.
 const DEFAULT_MAX_STRIPES: usize = 1024;
+
+/// Doublings allowed when no `max_capacity` is given: the filter may grow to 16 times its
+/// capacity, at 4 bits per slot.
+pub const DEFAULT_DOUBLINGS: u32 = 4;
+
+/// The default stripe count for a table of `buckets` buckets: one per group, up to
+/// [`DEFAULT_MAX_STRIPES`].
+pub(crate) fn default_stripes(buckets: usize) -> usize {
+    buckets.div_ceil(GROUP).next_power_of_two().min(DEFAULT_MAX_STRIPES)
+}
 
 /// Configures a [`CuckooFilter`]. Made by [`CuckooFilter::builder`].
 ///
@@ -37,6 +47,7 @@ const DEFAULT_MAX_STRIPES: usize = 1024;
 #[must_use]
 pub struct FilterBuilder {
     capacity: usize,
+    max_capacity: Option<usize>,
     false_positive_rate: f64,
     seed: Option<u64>,
     stripes: Option<usize>,
@@ -48,6 +59,7 @@ impl Default for FilterBuilder {
     fn default() -> Self {
         FilterBuilder {
             capacity: 0,
+            max_capacity: None,
             false_positive_rate: DEFAULT_FALSE_POSITIVE_RATE,
             seed: None,
             stripes: None,
@@ -62,6 +74,38 @@ impl FilterBuilder {
     /// this many at 95% load.
     pub fn capacity(mut self, items: usize) -> Self {
         self.capacity = items;
+        self
+    }
+
+    /// The most items the filter may grow to. When an insert finds no room the filter
+    /// doubles, as long as the doubled capacity stays within `items`; past that, inserts
+    /// fail with [`InsertError::MaxCapacityReached`](crate::InsertError::MaxCapacityReached).
+    ///
+    /// The filter may double `floor(log2(items / capacity))` times, and each allowed
+    /// doubling costs one bit per slot (it keeps the false-positive rate at ε however far
+    /// the filter grows). By default it may double [`DEFAULT_DOUBLINGS`] times (16x the
+    /// capacity), fewer if the slot would exceed 32 bits.
+    ///
+    /// For a fixed-size filter, which pays nothing for growth and whose lookups skip the
+    /// epoch pin, set `max_capacity` to the capacity.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::{CuckooFilter, InsertError};
+    ///
+    /// let fixed = CuckooFilter::builder().capacity(100).max_capacity(100).build()?;
+    /// let outcome = (0..1_000u32).try_for_each(|i| fixed.insert(&i));
+    /// assert_eq!(outcome, Err(InsertError::Full));
+    ///
+    /// let growing = CuckooFilter::builder().capacity(100).max_capacity(400).build()?;
+    /// (0..300u32).try_for_each(|i| growing.insert(&i))?;
+    /// assert!((0..300u32).all(|i| growing.contains(&i)));
+    /// assert_eq!(growing.stats().doublings, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn max_capacity(mut self, items: usize) -> Self {
+        self.max_capacity = Some(items);
         self
     }
 
@@ -130,19 +174,47 @@ impl FilterBuilder {
         let buckets = (self.capacity as u128 * 100).div_ceil(SLOTS as u128 * TARGET_LOAD_PERCENT);
         let buckets = usize::try_from(buckets.max(2)).map_err(|_| too_large.clone())?;
         let stripes = match self.stripes {
-            Some(s) if s.is_power_of_two() => s,
+            Some(s) if s.is_power_of_two() => Some(s),
             Some(s) => return Err(BuildError::InvalidStripes { stripes: s }),
-            None => buckets.div_ceil(GROUP).next_power_of_two().min(DEFAULT_MAX_STRIPES),
+            None => None,
         };
-        let geometry = Geometry::new(buckets, fingerprint_bits);
-        let bytes = table_bytes(geometry, stripes).ok_or(too_large.clone())?;
+        let most = MAX_SLOT_BITS - 1 - fingerprint_bits;
+        // Whether a table of this many doublings could be addressed at all.
+        let fits = |doublings: u32| {
+            let geometry = Geometry::new(buckets, fingerprint_bits, doublings);
+            (0..doublings).try_fold(geometry, |g, _| g.buckets().checked_mul(2).map(|_| g.doubled())).and_then(
+                |largest| {
+                    let stripes = stripes.unwrap_or_else(|| default_stripes(largest.buckets()));
+                    table_bytes(largest, stripes).filter(|&bytes| bytes <= isize::MAX as usize)
+                },
+            )
+        };
+        let doublings = match self.max_capacity {
+            None => (0..=DEFAULT_DOUBLINGS.min(most)).rev().find(|&d| fits(d).is_some()).unwrap_or(0),
+            Some(max) if max < self.capacity => {
+                return Err(BuildError::MaxCapacityBelowCapacity { capacity: self.capacity, max_capacity: max });
+            }
+            Some(max) => {
+                let doublings = (max / self.capacity).ilog2();
+                if doublings > most {
+                    return Err(BuildError::TooManyDoublings { doublings, most });
+                }
+                if fits(doublings).is_none() {
+                    return Err(BuildError::CapacityTooLarge { capacity: max });
+                }
+                doublings
+            }
+        };
+        let geometry = Geometry::new(buckets, fingerprint_bits, doublings);
+        let initial_stripes = stripes.unwrap_or_else(|| default_stripes(buckets));
+        let bytes = table_bytes(geometry, initial_stripes).ok_or(too_large.clone())?;
         if bytes > isize::MAX as usize {
             return Err(too_large);
         }
-        let tables = Tables::new(geometry, stripes).map_err(|()| BuildError::OutOfMemory { bytes })?;
+        let tables = Tables::new(geometry, initial_stripes).map_err(|()| BuildError::OutOfMemory { bytes })?;
         let seed = self.seed.unwrap_or_else(random_seed);
         #[allow(unused_mut)]
-        let mut filter = CuckooFilter::from_parts(tables, eps, seed);
+        let mut filter = CuckooFilter::from_parts(tables, stripes, eps, seed);
         #[cfg(feature = "metrics")]
         if let Some(name) = &self.metrics_name {
             filter.metrics = Some(crate::metrics::FilterMetrics::new(name));

@@ -1,27 +1,51 @@
 //! Where a key goes: its two candidate buckets and the value stored for it.
 //!
-//! A key is hashed once to 64 bits `h` (ahash, seeded per filter). From `h`:
+//! A key is hashed once to 64 bits `h` (ahash, seeded per filter). The table was built
+//! with `B0` buckets and has doubled `L` times since (`B = B0 * 2^L`). From `h`:
 //!
-//! * first bucket `i1 = floor(h * B / 2^64)` ("fast range"), so any bucket count `B >= 2`
-//!   works and memory stays proportional to the capacity;
-//! * fingerprint `fp = 1 + floor(lo32(h) * (2^f - 1) / 2^32)`, never 0 (0 marks an empty slot);
-//! * second bucket `i2 = (i1 + D(fp)) mod B` with `D(fp) = 1 + floor(mix(fp) * (B - 1) / 2^64)`
-//!   in `[1, B - 1]`, so `i2 != i1` (Schmitz et al. 2025, section 3.1).
+//! * `t = h * B0` as a 128-bit product: `t >> 64` is the first bucket in the original
+//!   table ("fast range", so any `B0 >= 2` works and memory stays proportional to the
+//!   capacity), and the top bits of `t`'s low word are the *extension bits*
+//!   `e1 e2 ... eE`, the next binary digits of `h * B0 / 2^64`;
+//! * first bucket `i1 = floor(h * B / 2^64)`, which is the original first bucket followed
+//!   by `e1 .. eL`;
+//! * fingerprint `fp = 1 + floor(lo32(h) * (2^f - 1) / 2^32)`, never 0 (0 marks an empty
+//!   slot);
+//! * second bucket `i2 = (i1 + D) mod B` with `D = 2^L * (1 + floor(mix(fp) * (B0 - 1) /
+//!   2^64))`, so `i2 != i1` (Schmitz et al. 2025, section 3.1, scaled by `2^L`).
 //!
-//! The stored slot value is `fp << 1 | choice`, where the choice bit says whether the entry
-//! sits in its first (0) or second (1) bucket. From a slot alone its other bucket is
-//! `x + D` (choice 0) or `x - D` (choice 1), so relocation needs no key. A lookup compares
-//! `fp << 1` against bucket `i1` and `fp << 1 | 1` against `i2`; the choice bit is part of
-//! the match, which halves the false-positive rate: with load `a`,
-//! `FPR ~= 4 a / (2^f - 1)` for `f` fingerprint bits, the same as a classic `(f + 1)`-bit
-//! cuckoo filter but with no power-of-two bucket count.
+//! The stored slot value is `(fp << E | ext) << 1 | choice`: the fingerprint, all `E`
+//! extension bits, and a choice bit saying whether the entry sits in its first (0) or
+//! second (1) bucket. From a slot alone its other bucket is `x + D` (choice 0) or `x - D`
+//! (choice 1), so relocation needs no key. A lookup compares the whole value (`choice` 0
+//! in `i1`, 1 in `i2`); the choice bit is part of the match, which halves the
+//! false-positive rate.
+//!
+//! # Split doubling
+//!
+//! Doubling the table maps bucket `j` to `2j + e(L+1)` for every entry in it, whichever
+//! its choice bit: `i1' = 2 i1 + e` by the definition of `i1`, and since `D' = 2D` and
+//! `B' = 2B`, `i2' = (i1' + D') mod B' = 2 i2 + e` as well. So a doubling is a pure
+//! split, with no relocation and no overflow (a new bucket receives entries from one old
+//! bucket only), and the stored values do not change. The first `L` extension bits of an
+//! entry are implied by where it sits (they are the low bits of both its buckets), so a
+//! lookup at level `L` effectively compares `f + E - L` bits plus the choice bit: the
+//! false-positive rate, about `4 a / 2^(f + E - L)` at load `a`, never exceeds what `f`
+//! bits give a fixed-size filter. A filter that may double `E` times pays `E` bits per
+//! slot; a fixed-size filter (`E = 0`) pays nothing.
+//!
+//! After `L` doublings an entry's two buckets agree in their low `L` bits, so the table
+//! is `2^L` independent cuckoo tables of `B0` buckets each, interleaved; each still
+//! reaches the usual ~96% load when `B0` is not tiny.
 
 use super::bucket::SLOTS;
 
-/// The filter's arithmetic: bucket count and fingerprint width.
+/// The filter's arithmetic: bucket count, fingerprint width and growth state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Geometry {
-    buckets: usize,
+    base_buckets: usize,
+    level: u32,
+    extension_bits: u32,
     fingerprint_bits: u32,
 }
 
@@ -32,7 +56,7 @@ pub(crate) struct Probe {
     pub(crate) i1: usize,
     /// Second bucket.
     pub(crate) i2: usize,
-    /// Slot value in the first bucket (`fp << 1`); `v1 | 1` is the value in the second.
+    /// Slot value in the first bucket (choice bit 0); `v1 | 1` is the value in the second.
     pub(crate) v1: u64,
 }
 
@@ -44,8 +68,12 @@ impl Probe {
     }
 }
 
-/// Largest fingerprint width: a slot (fingerprint + choice bit) must fit in 32 bits.
-pub(crate) const MAX_FINGERPRINT_BITS: u32 = 31;
+/// Widest slot: fingerprint, extension bits and choice bit must fit in 32 bits.
+pub(crate) const MAX_SLOT_BITS: u32 = 32;
+
+/// Largest fingerprint width (a fixed-size filter, whose slot is the fingerprint and the
+/// choice bit).
+pub(crate) const MAX_FINGERPRINT_BITS: u32 = MAX_SLOT_BITS - 1;
 
 /// Fibonacci-hashing multiplier used to spread a fingerprint before range reduction.
 const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -56,11 +84,20 @@ fn fast_range(x: u64, n: usize) -> usize {
 }
 
 impl Geometry {
-    /// `buckets >= 2`, `1 <= fingerprint_bits <= MAX_FINGERPRINT_BITS`.
-    pub(crate) fn new(buckets: usize, fingerprint_bits: u32) -> Self {
+    /// `buckets >= 2`, `fingerprint_bits >= 1`, and the slot (`fingerprint_bits +
+    /// extension_bits + 1`) at most [`MAX_SLOT_BITS`]. `extension_bits` is the number of
+    /// doublings the table may undergo.
+    pub(crate) fn new(buckets: usize, fingerprint_bits: u32, extension_bits: u32) -> Self {
         debug_assert!(buckets >= 2);
-        debug_assert!((1..=MAX_FINGERPRINT_BITS).contains(&fingerprint_bits));
-        Geometry { buckets, fingerprint_bits }
+        debug_assert!(fingerprint_bits >= 1 && fingerprint_bits + extension_bits < MAX_SLOT_BITS);
+        Geometry { base_buckets: buckets, level: 0, extension_bits, fingerprint_bits }
+    }
+
+    /// The same filter after one more doubling (`level < extension_bits`, and the doubled
+    /// bucket count fits in `usize`: the builder checks both for the largest level).
+    pub(crate) fn doubled(&self) -> Self {
+        debug_assert!(self.level < self.extension_bits);
+        Geometry { level: self.level + 1, ..*self }
     }
 
     /// Smallest fingerprint width whose false-positive rate at full load is at most
@@ -74,40 +111,60 @@ impl Geometry {
         (2 * SLOTS) as f64 / 2.0 * load / ((1u64 << fingerprint_bits) - 1) as f64
     }
 
+    /// Expected false-positive rate of this table at load `load`: the fingerprint and the
+    /// extension bits not yet spent on the bucket index discriminate.
+    pub(crate) fn false_positive_rate(&self, load: f64) -> f64 {
+        let effective = self.fingerprint_bits + self.extension_bits - self.level;
+        (2 * SLOTS) as f64 / 2.0 * load / (2f64.powi(effective as i32) - 1.0)
+    }
+
     pub(crate) fn buckets(&self) -> usize {
-        self.buckets
+        self.base_buckets << self.level
     }
 
     pub(crate) fn fingerprint_bits(&self) -> u32 {
         self.fingerprint_bits
     }
 
-    /// Bits per slot: the fingerprint and the choice bit.
+    /// Doublings so far.
+    pub(crate) fn level(&self) -> u32 {
+        self.level
+    }
+
+    /// Doublings this table may still undergo.
+    pub(crate) fn doublings_left(&self) -> u32 {
+        self.extension_bits - self.level
+    }
+
+    /// Bits per slot: the fingerprint, the extension bits and the choice bit.
     pub(crate) fn slot_bits(&self) -> u32 {
-        self.fingerprint_bits + 1
+        self.fingerprint_bits + self.extension_bits + 1
     }
 
     /// The key with hash `hash`.
     #[inline]
     pub(crate) fn probe(&self, hash: u64) -> Probe {
-        let i1 = fast_range(hash, self.buckets);
+        let t = hash as u128 * self.base_buckets as u128;
+        let (base, frac) = ((t >> 64) as usize, t as u64);
+        let i1 = if self.level == 0 { base } else { (base << self.level) | (frac >> (64 - self.level)) as usize };
+        let ext = if self.extension_bits == 0 { 0 } else { frac >> (64 - self.extension_bits) };
         let fp_range = (1u64 << self.fingerprint_bits) - 1;
         let fp = 1 + (((hash as u32 as u64) * fp_range) >> 32);
         let i2 = self.forward(i1, fp);
-        Probe { i1, i2, v1: fp << 1 }
+        Probe { i1, i2, v1: ((fp << self.extension_bits) | ext) << 1 }
     }
 
     /// `D(fp)`, in `[1, B - 1]`.
     #[inline]
     fn distance(&self, fp: u64) -> usize {
-        1 + fast_range(fp.wrapping_mul(MIX), self.buckets - 1)
+        (1 + fast_range(fp.wrapping_mul(MIX), self.base_buckets - 1)) << self.level
     }
 
     #[inline]
     fn forward(&self, bucket: usize, fp: u64) -> usize {
         let next = bucket + self.distance(fp);
-        if next >= self.buckets {
-            next - self.buckets
+        if next >= self.buckets() {
+            next - self.buckets()
         } else {
             next
         }
@@ -117,7 +174,7 @@ impl Geometry {
     /// be stored as there.
     #[inline]
     pub(crate) fn other(&self, bucket: usize, value: u64) -> (usize, u64) {
-        let fp = value >> 1;
+        let fp = value >> (1 + self.extension_bits);
         let other = if value & 1 == 0 {
             self.forward(bucket, fp)
         } else {
@@ -125,10 +182,19 @@ impl Geometry {
             if bucket >= d {
                 bucket - d
             } else {
-                bucket + self.buckets - d
+                bucket + self.buckets() - d
             }
         };
         (other, value ^ 1)
+    }
+
+    /// Where the entry stored as `value` in `bucket` goes when this table doubles (its
+    /// value stays the same). Needs `doublings_left() > 0`.
+    #[inline]
+    pub(crate) fn split(&self, bucket: usize, value: u64) -> usize {
+        debug_assert!(self.doublings_left() > 0);
+        let next_bit = (value >> 1 >> (self.extension_bits - 1 - self.level)) & 1;
+        2 * bucket + next_bit as usize
     }
 }
 
@@ -146,16 +212,44 @@ mod tests {
         assert_eq!(Geometry::fingerprint_bits_for(1e-12), None);
     }
 
+    #[test]
+    fn a_fixed_geometry_ignores_growth_state() {
+        let g = Geometry::new(1000, 12, 0);
+        assert_eq!(g.slot_bits(), 13);
+        assert_eq!(g.doublings_left(), 0);
+        assert_eq!(g.false_positive_rate(1.0), Geometry::fpr_at(12, 1.0));
+    }
+
     proptest! {
         #[test]
-        fn other_bucket_round_trips(buckets in 2usize..1 << 40, fbits in 1u32..=MAX_FINGERPRINT_BITS, hash in any::<u64>()) {
-            let g = Geometry::new(buckets, fbits);
+        fn other_bucket_round_trips(buckets in 2usize..1 << 40, fbits in 1u32..=MAX_FINGERPRINT_BITS, ext in 0u32..8, level in 0u32..8, hash in any::<u64>()) {
+            let (fbits, ext) = (fbits.min(MAX_FINGERPRINT_BITS - ext), ext);
+            let mut g = Geometry::new(buckets, fbits.max(1), ext);
+            for _ in 0..level.min(ext) {
+                g = g.doubled();
+            }
             let p = g.probe(hash);
-            prop_assert!(p.i1 < buckets && p.i2 < buckets);
+            prop_assert!(p.i1 < g.buckets() && p.i2 < g.buckets());
             prop_assert_ne!(p.i1, p.i2);
-            prop_assert!(p.v1 >> 1 >= 1 && p.v1 >> 1 < 1 << fbits);
+            prop_assert!(p.v1 >> (1 + ext) >= 1 && p.v1 >> (1 + ext) < 1 << fbits.max(1));
+            prop_assert!(p.v1 < 1 << g.slot_bits());
             prop_assert_eq!(g.other(p.i1, p.v1), (p.i2, p.v2()));
             prop_assert_eq!(g.other(p.i2, p.v2()), (p.i1, p.v1));
+        }
+
+        /// The split-doubling identity: after a doubling, both of a key's buckets are the
+        /// children (`2j + e`) of its old ones, and its stored values are unchanged.
+        #[test]
+        fn doubling_splits_both_buckets(buckets in 2usize..1 << 30, fbits in 1u32..=20, ext in 1u32..8, level in 0u32..8, hash in any::<u64>()) {
+            let mut g = Geometry::new(buckets, fbits, ext);
+            for _ in 0..level % ext {
+                g = g.doubled();
+            }
+            let (before, after) = (g.probe(hash), g.doubled().probe(hash));
+            prop_assert_eq!(after.v1, before.v1);
+            prop_assert_eq!(g.split(before.i1, before.v1), after.i1);
+            prop_assert_eq!(g.split(before.i2, before.v2()), after.i2);
+            prop_assert_eq!(g.doubled().buckets(), 2 * g.buckets());
         }
     }
 }

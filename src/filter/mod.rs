@@ -6,10 +6,44 @@
 //! * `table.rs`: the packed atomic words and the optimistic pair read.
 //! * `relocate.rs`: cuckoo path search and its backward execution.
 //! * `ops.rs`: insert, remove and lookups on one table.
+//! * `current.rs`: the epoch-protected pointer to the current table.
 //! * `builder.rs`: configuration and sizing.
+//!
+//! # Growth
+//!
+//! When an insert finds no room, the filter doubles (up to its `max_capacity`) by *split
+//! doubling* (see `hash.rs`): the new table has twice the buckets, every entry of old
+//! bucket `j` goes to bucket `2j` or `2j + 1` according to one of the extension bits it
+//! stored, and its stored value does not change. Lookups still probe two buckets, and the
+//! false-positive rate never exceeds the configured one, at one extra bit per slot per
+//! allowed doubling.
+//!
+//! The alternatives were measured against it (`cargo run --release --example growth`,
+//! numbers in the README): a chain of sub-filters, each twice the last with a one bit
+//! longer fingerprint, probes every level, so after four doublings a negative lookup
+//! reads ten buckets instead of two, and it holds 1 + 2 + 4 + 8 + 16 = 31 units of table
+//! for 16 units of items (about 1.9x the memory of a right-sized filter, against 1.3x
+//! here). Moving a fingerprint bit into the index instead (InfiniFilter) keeps the slot
+//! narrow but doubles the false-positive rate at every doubling (16x after four).
+//!
+//! The protocol, with one thread growing at a time under the growth lock:
+//!
+//! 1. allocate the doubled table (a refusal leaves the filter unchanged);
+//! 2. freeze the old table stripe by stripe: lock each (waiting for its writer) and unlock
+//!    it with the frozen bit set. Writers that meet a frozen stripe drop what they hold,
+//!    wait for the growth lock and start over on the new table; readers keep reading the
+//!    old table, which never changes again and holds every key;
+//! 3. split the frozen table into the new one, which no other thread can see yet;
+//! 4. publish the new table (a `Release` swap) and retire the old one to the epoch.
+//!
+//! A key inserted before the freeze is in the old table and so in the new one; a key
+//! inserted after it went into the new table, after its publication. A lookup that loaded
+//! the old pointer answers from the old table's state at some point during its run, as a
+//! lookup must.
 
 mod bucket;
 mod builder;
+mod current;
 mod hash;
 mod ops;
 mod relocate;
@@ -20,12 +54,15 @@ use std::fmt;
 use std::hash::Hash;
 
 use self::bucket::SLOTS;
-use self::hash::{Geometry, Probe};
+use self::current::Current;
+use self::hash::Geometry;
+use self::ops::Refused;
+use self::stripe::Frozen;
 use self::table::Table;
 use crate::error::InsertError;
-use crate::primitive::{AtomicU64, Ordering};
+use crate::primitive::{AtomicU64, Mutex, Ordering};
 
-pub use self::builder::{FilterBuilder, DEFAULT_FALSE_POSITIVE_RATE};
+pub use self::builder::{FilterBuilder, DEFAULT_DOUBLINGS, DEFAULT_FALSE_POSITIVE_RATE};
 
 /// The table, monomorphised for its bucket word: `u64` buckets for slots of up to 16 bits,
 /// `u128` for wider ones.
@@ -57,6 +94,10 @@ impl Tables {
 
     fn geometry(&self) -> &Geometry {
         with_table!(self, t => t.geometry())
+    }
+
+    fn memory_bytes(&self) -> usize {
+        with_table!(self, t => t.memory_bytes())
     }
 }
 
@@ -90,7 +131,11 @@ impl Tables {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct CuckooFilter {
-    tables: Tables,
+    current: Current,
+    /// Held by the thread doubling the table; writers that meet a frozen stripe wait on it.
+    growth: Mutex<()>,
+    /// The stripe count chosen in the builder, if any (kept across doublings).
+    stripes: Option<usize>,
     hasher: ahash::RandomState,
     seed: u64,
     false_positive_rate: f64,
@@ -123,6 +168,11 @@ pub struct FilterStats {
     pub removes: u64,
     /// Fingerprints moved between their two buckets to make room.
     pub relocations: u64,
+    /// Times the filter has doubled.
+    pub doublings: u32,
+    /// Times it may still double before inserts fail with
+    /// [`InsertError::MaxCapacityReached`].
+    pub doublings_left: u32,
     /// Inserts that returned an error.
     pub failed_inserts: u64,
     /// Expected false-positive rate at the current load.
@@ -164,15 +214,18 @@ impl CuckooFilter {
         }
     }
 
-    pub(crate) fn from_parts(tables: Tables, false_positive_rate: f64, seed: u64) -> Self {
+    pub(crate) fn from_parts(tables: Tables, stripes: Option<usize>, false_positive_rate: f64, seed: u64) -> Self {
         let hasher = ahash::RandomState::with_seeds(
             seed,
             seed ^ 0x243F_6A88_85A3_08D3,
             seed ^ 0x1319_8A2E_0370_7344,
             seed ^ 0xA409_3822_299F_31D0,
         );
+        let growable = tables.geometry().doublings_left() > 0;
         CuckooFilter {
-            tables,
+            current: Current::new(tables, growable),
+            growth: Mutex::new(()),
+            stripes,
             hasher,
             seed,
             false_positive_rate,
@@ -183,8 +236,60 @@ impl CuckooFilter {
     }
 
     #[inline]
-    fn probe<T: Hash + ?Sized>(&self, key: &T) -> Probe {
-        self.tables.geometry().probe(self.hasher.hash_one(key))
+    fn hash<T: Hash + ?Sized>(&self, key: &T) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// Runs a write on the current table, repeating it on the doubled table if it met a
+    /// frozen stripe (a write that meets one has changed nothing the key depends on).
+    fn write<R>(&self, mut op: impl FnMut(&Tables) -> Result<R, Frozen>) -> R {
+        loop {
+            match self.current.read(&mut op) {
+                Ok(result) => return result,
+                Err(Frozen) => self.wait_for_growth(),
+            }
+        }
+    }
+
+    /// Waits until the doubling in progress is published. A frozen stripe is seen only
+    /// after the grower took the growth lock, and the grower publishes before releasing it.
+    fn wait_for_growth(&self) {
+        drop(self.growth.lock());
+    }
+
+    /// Doubles the table if it is still at `level` (another thread may have doubled it
+    /// since this thread found it full).
+    fn grow(&self, level: u32) -> Result<(), InsertError> {
+        let _growing = self.growth.lock();
+        self.current.replace(|old| {
+            let geometry = *old.geometry();
+            if geometry.level() != level {
+                return Ok(None);
+            }
+            if geometry.doublings_left() == 0 {
+                return Err(InsertError::MaxCapacityReached { capacity: geometry.buckets() * SLOTS });
+            }
+            let stripes = self.stripes.unwrap_or_else(|| builder::default_stripes(2 * geometry.buckets()));
+            let oom = || InsertError::OutOfMemory {
+                bytes: table::table_bytes(geometry.doubled(), stripes).unwrap_or(usize::MAX),
+            };
+            let new = match old {
+                Tables::Narrow(t) => Tables::Narrow(t.allocate_doubled(stripes).map_err(|()| oom())?),
+                Tables::Wide(t) => Tables::Wide(t.allocate_doubled(stripes).map_err(|()| oom())?),
+            };
+            match (old, &new) {
+                (Tables::Narrow(old), Tables::Narrow(new)) => {
+                    old.freeze();
+                    old.split_into(new);
+                }
+                (Tables::Wide(old), Tables::Wide(new)) => {
+                    old.freeze();
+                    old.split_into(new);
+                }
+                _ => unreachable!("a doubling keeps the slot width"),
+            }
+            Ok(Some(new))
+        })
     }
 
     /// Adds `key`. Inserting a key again stores another copy (up to 8 in all).
@@ -206,7 +311,7 @@ impl CuckooFilter {
     /// # Ok::<(), cuckoo_gate::InsertError>(())
     /// ```
     pub fn insert<T: Hash + ?Sized>(&self, key: &T) -> Result<(), InsertError> {
-        self.insert_probe(self.probe(key), false).map(drop)
+        self.insert_hash(self.hash(key), false).map(drop)
     }
 
     /// Adds `key` unless it is already present. Returns `true` if it was added now, `false`
@@ -228,11 +333,27 @@ impl CuckooFilter {
     /// # Ok::<(), cuckoo_gate::InsertError>(())
     /// ```
     pub fn insert_unique<T: Hash + ?Sized>(&self, key: &T) -> Result<bool, InsertError> {
-        self.insert_probe(self.probe(key), true)
+        self.insert_hash(self.hash(key), true)
     }
 
-    fn insert_probe(&self, p: Probe, unique: bool) -> Result<bool, InsertError> {
-        let result = with_table!(&self.tables, t => t.insert(p, unique));
+    fn insert_hash(&self, hash: u64, unique: bool) -> Result<bool, InsertError> {
+        let result = loop {
+            let (result, level) = self.current.read(|tables| {
+                let result = with_table!(tables, t => t.insert(t.geometry().probe(hash), unique));
+                (result, tables.geometry().level())
+            });
+            match result {
+                Ok(inserted) => break Ok(inserted),
+                Err(Refused::TooManyCopies) => break Err(InsertError::TooManyCopies),
+                Err(Refused::Frozen) => self.wait_for_growth(),
+                Err(Refused::Full) if !self.current.replaceable() => break Err(InsertError::Full),
+                Err(Refused::Full) => {
+                    if let Err(e) = self.grow(level) {
+                        break Err(e);
+                    }
+                }
+            }
+        };
         if result.is_err() {
             self.failed_inserts.fetch_add(1, Ordering::Relaxed);
         }
@@ -252,8 +373,8 @@ impl CuckooFilter {
     /// ```
     #[inline]
     pub fn contains<T: Hash + ?Sized>(&self, key: &T) -> bool {
-        let p = self.probe(key);
-        with_table!(&self.tables, t => t.contains(p))
+        let hash = self.hash(key);
+        self.current.read(|tables| with_table!(tables, t => t.contains(t.geometry().probe(hash))))
     }
 
     /// How many copies of `key` are stored (an upper bound: copies of colliding keys count
@@ -269,8 +390,8 @@ impl CuckooFilter {
     /// # Ok::<(), cuckoo_gate::InsertError>(())
     /// ```
     pub fn count<T: Hash + ?Sized>(&self, key: &T) -> usize {
-        let p = self.probe(key);
-        with_table!(&self.tables, t => t.count(p))
+        let hash = self.hash(key);
+        self.current.read(|tables| with_table!(tables, t => t.count(t.geometry().probe(hash))))
     }
 
     /// Removes one copy of `key`; returns whether one was found. Blocks while another writer
@@ -286,8 +407,8 @@ impl CuckooFilter {
     /// # Ok::<(), cuckoo_gate::InsertError>(())
     /// ```
     pub fn remove<T: Hash + ?Sized>(&self, key: &T) -> bool {
-        let p = self.probe(key);
-        with_table!(&self.tables, t => t.remove(p))
+        let hash = self.hash(key);
+        self.write(|tables| with_table!(tables, t => t.remove(t.geometry().probe(hash))))
     }
 
     /// Stored fingerprints (copies count). Sums per-stripe counters without locking, so
@@ -303,7 +424,7 @@ impl CuckooFilter {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn len(&self) -> usize {
-        with_table!(&self.tables, t => t.len())
+        self.current.read(|tables| with_table!(tables, t => t.len()))
     }
 
     /// Whether nothing is stored.
@@ -323,7 +444,7 @@ impl CuckooFilter {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn capacity(&self) -> usize {
-        self.tables.geometry().buckets() * SLOTS
+        self.geometry().buckets() * SLOTS
     }
 
     /// `len() / capacity()`, in [0, 1].
@@ -340,21 +461,27 @@ impl CuckooFilter {
         self.len() as f64 / self.capacity() as f64
     }
 
-    /// Bytes held by the table and its lock stripes.
+    /// Bytes held by the current table and its lock stripes. After a doubling the old table
+    /// is freed once no lookup can still be reading it (usually within microseconds); it is
+    /// not counted here.
     ///
     /// # Examples
     ///
     /// ```
-    /// let filter = cuckoo_gate::CuckooFilter::builder().capacity(1_000).build()?;
-    /// # drop(filter);
-    /// // 13-bit slots at the default 0.1%: about 13.7 bits per item at the sized capacity.
-    /// let filter = cuckoo_gate::CuckooFilter::with_capacity(1_000_000);
-    /// let bits_per_item = filter.memory_usage() as f64 * 8.0 / 1_000_000.0;
+    /// use cuckoo_gate::CuckooFilter;
+    ///
+    /// // 13-bit slots at the default 0.1%: about 13.7 bits per item at the sized capacity...
+    /// let fixed = CuckooFilter::builder().capacity(1_000_000).max_capacity(1_000_000).build()?;
+    /// let bits_per_item = fixed.memory_usage() as f64 * 8.0 / 1_000_000.0;
     /// assert!(bits_per_item < 14.0, "{bits_per_item}");
+    /// // ...and 4 bits more per slot for the default growth allowance (16x).
+    /// let growable = CuckooFilter::with_capacity(1_000_000);
+    /// let bits_per_item = growable.memory_usage() as f64 * 8.0 / 1_000_000.0;
+    /// assert!(bits_per_item < 18.0, "{bits_per_item}");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn memory_usage(&self) -> usize {
-        with_table!(&self.tables, t => t.memory_bytes())
+        self.current.read(Tables::memory_bytes)
     }
 
     /// The false-positive rate this filter was built for.
@@ -364,7 +491,7 @@ impl CuckooFilter {
 
     /// Fingerprint width in bits (a slot holds one more, the choice bit).
     pub fn fingerprint_bits(&self) -> u32 {
-        self.tables.geometry().fingerprint_bits()
+        self.geometry().fingerprint_bits()
     }
 
     /// The hash seed, fixed by [`FilterBuilder::seed`] or drawn at random.
@@ -385,7 +512,7 @@ impl CuckooFilter {
     /// # Ok::<(), cuckoo_gate::InsertError>(())
     /// ```
     pub fn clear(&self) {
-        with_table!(&self.tables, t => t.clear());
+        self.write(|tables| with_table!(tables, t => t.clear()));
     }
 
     /// Counters and shape.
@@ -400,11 +527,14 @@ impl CuckooFilter {
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     pub fn stats(&self) -> FilterStats {
-        // One pass over the stripes. A racing remove can make `inserts` lag by the removes
-        // in flight (see `Table::totals`); exact when quiet.
-        let totals = with_table!(&self.tables, t => t.totals());
+        // One pass over the stripes of the current table. A racing remove can make
+        // `inserts` lag by the removes in flight (see `Table::totals`); exact when quiet.
+        let (totals, geometry, stripes, memory_bytes) = self.current.read(|tables| {
+            let totals = with_table!(tables, t => t.totals());
+            (totals, *tables.geometry(), with_table!(tables, t => t.stripe_count()), tables.memory_bytes())
+        });
         let (len, removes) = (totals.items, totals.removes);
-        let capacity = self.capacity();
+        let capacity = geometry.buckets() * SLOTS;
         let load_factor = len as f64 / capacity as f64;
         FilterStats {
             len,
@@ -412,13 +542,15 @@ impl CuckooFilter {
             removes,
             capacity,
             load_factor,
-            memory_bytes: self.memory_usage(),
-            fingerprint_bits: self.fingerprint_bits(),
-            buckets: self.tables.geometry().buckets(),
-            stripes: with_table!(&self.tables, t => t.stripe_count()),
+            memory_bytes,
+            fingerprint_bits: geometry.fingerprint_bits(),
+            buckets: geometry.buckets(),
+            stripes,
             relocations: totals.relocations,
+            doublings: geometry.level(),
+            doublings_left: geometry.doublings_left(),
             failed_inserts: self.failed_inserts.load(Ordering::Relaxed),
-            estimated_false_positive_rate: Geometry::fpr_at(self.fingerprint_bits(), load_factor),
+            estimated_false_positive_rate: geometry.false_positive_rate(load_factor),
         }
     }
 
@@ -445,8 +577,22 @@ impl CuckooFilter {
     /// key lives; not part of the stable API.
     #[doc(hidden)]
     pub fn debug_buckets<T: Hash + ?Sized>(&self, key: &T) -> [usize; 2] {
-        let p = self.probe(key);
+        let p = self.geometry().probe(self.hash(key));
         [p.i1, p.i2]
+    }
+
+    /// Pins and flushes the epoch a few times, so that tables retired by doublings are
+    /// reclaimed now. For loom models of reclamation; not part of the stable API.
+    #[doc(hidden)]
+    pub fn debug_collect_retired(&self) {
+        for _ in 0..3 {
+            crate::primitive::epoch::pin().flush();
+        }
+    }
+
+    /// The current table's geometry.
+    fn geometry(&self) -> Geometry {
+        self.current.read(|tables| *tables.geometry())
     }
 }
 

@@ -2,28 +2,47 @@
 //!
 //! Every write happens under [`Table::lock_pair`] of the key's two buckets, so the
 //! check-then-act of `insert_unique` and `remove` is atomic; lookups go through
-//! [`Table::read_pair`] and take no lock.
+//! [`Table::read_pair`] and take no lock. A write that meets a frozen stripe returns
+//! `Frozen` having changed nothing the key depends on, and the filter repeats it on the
+//! doubled table.
 
 use super::bucket::{Word, SLOTS};
 use super::hash::Probe;
 use super::relocate;
+use super::stripe::Frozen;
 use super::table::Table;
-use crate::error::InsertError;
 
-/// Search-and-move attempts per insert before it reports [`InsertError::Full`]. An attempt
+/// Why an insert into one table did not happen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// No slot could be freed: the table must grow.
+    Full,
+    /// Both buckets hold the key's value in every slot.
+    TooManyCopies,
+    /// The table is being retired by a doubling.
+    Frozen,
+}
+
+impl From<Frozen> for Refused {
+    fn from(Frozen: Frozen) -> Self {
+        Refused::Frozen
+    }
+}
+
+/// Search-and-move attempts per insert before it reports [`Refused::Full`]. An attempt
 /// is repeated only when another writer took the freed slot or changed the path.
 const MAX_ATTEMPTS: usize = 8;
 
 impl<W: Word> Table<W> {
     /// Stores the key of `p`; with `unique`, only if it is absent. `Ok(false)` means it was
     /// present and `unique` was set.
-    pub(crate) fn insert(&self, p: Probe, unique: bool) -> Result<bool, InsertError> {
+    pub(crate) fn insert(&self, p: Probe, unique: bool) -> Result<bool, Refused> {
         let lanes = self.lanes();
         if !unique {
             // Fast path: most inserts find room in the first bucket, and a plain insert
             // needs only that bucket's stripe (every writer of the bucket holds it, every
             // reader validates it). `insert_unique` must check both buckets under lock.
-            let locked = self.lock_pair(p.i1, p.i1);
+            let locked = self.lock_pair(p.i1, p.i1)?;
             if let Some(lane) = lanes.empties(locked.bucket(p.i1)).lowest() {
                 locked.put(p.i1, lane, p.v1);
                 return Ok(true);
@@ -31,7 +50,7 @@ impl<W: Word> Table<W> {
         }
         for _ in 0..MAX_ATTEMPTS {
             {
-                let locked = self.lock_pair(p.i1, p.i2);
+                let locked = self.lock_pair(p.i1, p.i2)?;
                 let (b1, b2) = (locked.bucket(p.i1), locked.bucket(p.i2));
                 let (m1, m2) = (lanes.matches(b1, p.v1), lanes.matches(b2, p.v2()));
                 if unique && (m1.any() || m2.any()) {
@@ -42,7 +61,7 @@ impl<W: Word> Table<W> {
                     // Deliberately wrong (for the loom suite): check and insert under two
                     // separate lock holds, so two racing callers can both insert.
                     drop(locked);
-                    let locked = self.lock_pair(p.i1, p.i2);
+                    let locked = self.lock_pair(p.i1, p.i2)?;
                     let (b1, b2) = (locked.bucket(p.i1), locked.bucket(p.i2));
                     (locked, b1, b2)
                 } else {
@@ -57,17 +76,17 @@ impl<W: Word> Table<W> {
                     return Ok(true);
                 }
                 if m1.count() + m2.count() == 2 * SLOTS {
-                    return Err(InsertError::TooManyCopies);
+                    return Err(Refused::TooManyCopies);
                 }
             }
             // Both buckets are full: make room without holding their locks.
             match relocate::find_path(self, [p.i1, p.i2], relocate::SEARCH_BUDGET) {
                 // Made or not, look again: the freed slot may have been taken meanwhile.
-                Some(path) => drop(relocate::execute(self, &path)),
+                Some(path) => drop(relocate::execute(self, &path)?),
                 None => break,
             }
         }
-        Err(InsertError::Full)
+        Err(Refused::Full)
     }
 
     /// Whether the key of `p` may be present. Lock-free.
@@ -86,17 +105,17 @@ impl<W: Word> Table<W> {
     }
 
     /// Removes one copy of the key of `p`; whether one was found.
-    pub(crate) fn remove(&self, p: Probe) -> bool {
+    pub(crate) fn remove(&self, p: Probe) -> Result<bool, Frozen> {
         let lanes = self.lanes();
-        let locked = self.lock_pair(p.i1, p.i2);
+        let locked = self.lock_pair(p.i1, p.i2)?;
         if let Some(lane) = lanes.matches(locked.bucket(p.i1), p.v1).lowest() {
             locked.remove(p.i1, lane);
-            true
+            Ok(true)
         } else if let Some(lane) = lanes.matches(locked.bucket(p.i2), p.v2()).lowest() {
             locked.remove(p.i2, lane);
-            true
+            Ok(true)
         } else {
-            false
+            Ok(false)
         }
     }
 }

@@ -14,6 +14,7 @@
 //! attempt early; whatever was already moved stays valid, nothing is ever dropped.
 
 use super::bucket::{Word, SLOTS};
+use super::stripe::Frozen;
 use super::table::Table;
 
 /// Search budget: slots examined per attempt (each costs one bucket read).
@@ -117,16 +118,17 @@ fn path_to(nodes: &[Node], mut at: usize) -> Path {
 
 /// Executes `path` from its end backwards. Returns whether every hop was made; on `false`
 /// a concurrent writer changed a bucket on the path and the caller searches again.
-pub(crate) fn execute<W: Word>(table: &Table<W>, path: &Path) -> bool {
+/// `Err(Frozen)` if the table is being retired (the hops made so far stay valid).
+pub(crate) fn execute<W: Word>(table: &Table<W>, path: &Path) -> Result<bool, Frozen> {
     let lanes = table.lanes();
     for hop in path.hops().iter().rev() {
         let (to, moved) = table.geometry().other(hop.bucket, hop.value);
-        let locked = table.lock_pair(hop.bucket, to);
+        let locked = table.lock_pair(hop.bucket, to)?;
         if lanes.lane(locked.bucket(hop.bucket), hop.lane) != hop.value {
-            return false;
+            return Ok(false);
         }
         let Some(free) = lanes.empties(locked.bucket(to)).lowest() else {
-            return false;
+            return Ok(false);
         };
         #[cfg(not(cuckoo_gate_broken = "split_move"))]
         locked.relocate(hop.bucket, hop.lane, to, free, moved);
@@ -136,9 +138,9 @@ pub(crate) fn execute<W: Word>(table: &Table<W>, path: &Path) -> bool {
             // then write the copy, so a reader can see the entry in neither bucket.
             locked.take(hop.bucket, hop.lane);
             drop(locked);
-            let locked = table.lock_pair(to, to);
+            let locked = table.lock_pair(to, to)?;
             locked.put(to, free, moved);
         }
     }
-    true
+    Ok(true)
 }

@@ -17,11 +17,26 @@
 //! stores; loom can model only `Acquire` fences, and on x86 a `Release` store is a plain
 //! store, so this form costs nothing and can be model-checked.)
 //!
+//! # Freezing
+//!
+//! When the filter doubles, the grower locks each stripe of the old table in turn (waiting
+//! for the writer holding it, if any) and unlocks it with the [`FROZEN`] bit set. A frozen
+//! stripe is even, so optimistic readers keep reading it, and it never changes again, so
+//! their validation always succeeds; [`Stripe::lock`] refuses it, telling the writer to
+//! move to the new table. Once every stripe is frozen the old table is immutable.
+//!
 //! Besides the version, each stripe keeps the counters that writers update while they hold
 //! it (items stored in its buckets, relocations), so writers never contend on a global
 //! counter; readers of the totals sum over the stripes.
 
 use crate::primitive::{AtomicU64, AtomicUsize, Backoff, Ordering};
+
+/// Version bit marking a stripe of a retired table (see the module docs).
+const FROZEN: u64 = 1 << 63;
+
+/// [`Stripe::lock`] refused: the table is being replaced by a larger one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Frozen;
 
 /// A version stamp taken by an optimistic reader.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,21 +81,37 @@ impl Stripe {
     }
 
     /// Takes the stripe's write lock, spinning and then yielding while another writer has
-    /// it. Every `lock` must be paired with one [`Stripe::unlock`].
-    pub(crate) fn lock(&self) {
+    /// it. Every successful `lock` must be paired with one [`Stripe::unlock`].
+    ///
+    /// `Err(Frozen)` if the stripe is frozen (or becomes frozen while this waits): its table
+    /// is retired and the caller must move to the new one.
+    pub(crate) fn lock(&self) -> Result<(), Frozen> {
         let mut backoff = Backoff::new();
         loop {
             let version = self.version.load(Ordering::Relaxed);
+            if version & FROZEN != 0 {
+                return Err(Frozen);
+            }
             if version & 1 == 0
                 && self
                     .version
                     .compare_exchange(version, version + 1, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
             {
-                return;
+                return Ok(());
             }
             backoff.snooze();
         }
+    }
+
+    /// Locks the stripe (waiting for its writer) and unlocks it frozen: no writer can take
+    /// it again, and readers see a stable even version. Called once per stripe, by the
+    /// grower, which holds the filter's growth lock.
+    pub(crate) fn freeze(&self) {
+        let locked = self.lock();
+        debug_assert!(locked.is_ok(), "a stripe frozen twice");
+        let version = self.version.load(Ordering::Relaxed);
+        self.version.store((version + 1) | FROZEN, Ordering::Release);
     }
 
     /// Releases the write lock taken by [`Stripe::lock`].
@@ -96,10 +127,10 @@ impl Stripe {
         self.items.store(items.wrapping_add_signed(delta), Ordering::Relaxed);
     }
 
-    /// Counts one relocation; the caller holds the lock.
-    pub(crate) fn add_relocation(&self) {
-        let n = self.relocations.load(Ordering::Relaxed);
-        self.relocations.store(n + 1, Ordering::Relaxed);
+    /// Counts `n` relocations; the caller holds the lock (or the table is not yet shared).
+    pub(crate) fn add_relocations(&self, n: u64) {
+        let relocations = self.relocations.load(Ordering::Relaxed);
+        self.relocations.store(relocations + n, Ordering::Relaxed);
     }
 
     /// Counts `n` removals; the caller holds the lock.

@@ -15,7 +15,7 @@
 
 use super::bucket::{Lanes, Word, SLOTS};
 use super::hash::Geometry;
-use super::stripe::Stripe;
+use super::stripe::{Frozen, Stripe};
 use crate::primitive::{fence, spin_hint, AtomicU64, Ordering};
 
 /// Buckets per stripe group: 16 buckets of 4 slots of `s` bits are exactly `s` words.
@@ -136,49 +136,62 @@ impl<W: Word> Table<W> {
     /// Lock-free while writers leave the two stripes alone: stamps are taken, the buckets
     /// loaded, the stamps re-checked, and the read retried if a writer came between. After
     /// [`OPTIMISTIC_TRIES`] failed attempts the reader takes both locks, so it cannot starve.
+    /// If the table is being frozen for a doubling the locks are refused; frozen stripes
+    /// never change, so the optimistic reads then succeed as soon as the grower has
+    /// frozen both stripes.
     #[inline]
     pub(crate) fn read_pair<R>(&self, i1: usize, i2: usize, f: impl FnOnce(W, W) -> R) -> R {
         let (a, b) = (&self.stripes[self.stripe_of(i1)], &self.stripes[self.stripe_of(i2)]);
-        for _ in 0..OPTIMISTIC_TRIES {
-            if let (Some(sa), Some(sb)) = (a.optimistic_read(), b.optimistic_read()) {
-                let (b1, b2) = (self.load_bucket(i1), self.load_bucket(i2));
-                #[cfg(not(cuckoo_gate_broken = "skip_validation"))]
-                {
-                    fence(Ordering::Acquire);
-                    if a.unchanged_since(sa) && b.unchanged_since(sb) {
+        loop {
+            for _ in 0..OPTIMISTIC_TRIES {
+                if let (Some(sa), Some(sb)) = (a.optimistic_read(), b.optimistic_read()) {
+                    let (b1, b2) = (self.load_bucket(i1), self.load_bucket(i2));
+                    #[cfg(not(cuckoo_gate_broken = "skip_validation"))]
+                    {
+                        fence(Ordering::Acquire);
+                        if a.unchanged_since(sa) && b.unchanged_since(sb) {
+                            return f(b1, b2);
+                        }
+                    }
+                    #[cfg(cuckoo_gate_broken = "skip_validation")]
+                    {
+                        let _ = (sa, sb);
                         return f(b1, b2);
                     }
                 }
-                #[cfg(cuckoo_gate_broken = "skip_validation")]
-                {
-                    let _ = (sa, sb);
-                    return f(b1, b2);
-                }
+                spin_hint();
             }
-            spin_hint();
+            if let Ok(locked) = self.lock_pair(i1, i2) {
+                return f(locked.bucket(i1), locked.bucket(i2));
+            }
         }
-        let locked = self.lock_pair(i1, i2);
-        f(locked.bucket(i1), locked.bucket(i2))
     }
 
     /// Locks the stripes of buckets `i1` and `i2` (once if they share one), lowest index
     /// first so that two writers can never wait on each other. Blocks while another writer
-    /// holds either stripe.
-    pub(crate) fn lock_pair(&self, i1: usize, i2: usize) -> Locked<'_, W> {
+    /// holds either stripe. `Err(Frozen)`, holding nothing, if the table is retired.
+    pub(crate) fn lock_pair(&self, i1: usize, i2: usize) -> Result<Locked<'_, W>, Frozen> {
         let (x, y) = (self.stripe_of(i1), self.stripe_of(i2));
         let (first, second) = (x.min(y), x.max(y));
-        self.stripes[first].lock();
+        self.stripes[first].lock()?;
         if second != first {
-            self.stripes[second].lock();
+            if let Err(frozen) = self.stripes[second].lock() {
+                self.stripes[first].unlock();
+                return Err(frozen);
+            }
         }
-        Locked { table: self, first, second }
+        Ok(Locked { table: self, first, second })
     }
 
     /// Locks every stripe in index order, then zeroes the table. Blocks until every writer
-    /// in progress is done; optimistic readers overlapping it retry.
-    pub(crate) fn clear(&self) {
-        for stripe in self.stripes.iter() {
-            stripe.lock();
+    /// in progress is done; optimistic readers overlapping it retry. `Err(Frozen)`,
+    /// having changed nothing, if the table is retired.
+    pub(crate) fn clear(&self) -> Result<(), Frozen> {
+        for (locked, stripe) in self.stripes.iter().enumerate() {
+            if let Err(frozen) = stripe.lock() {
+                self.stripes[..locked].iter().for_each(Stripe::unlock);
+                return Err(frozen);
+            }
         }
         for word in self.words.iter() {
             word.store(0, Ordering::Release);
@@ -187,6 +200,44 @@ impl<W: Word> Table<W> {
             stripe.reset_items();
             stripe.unlock();
         }
+        Ok(())
+    }
+
+    /// An empty table for the doubled geometry, with `stripes` stripes; `Err` if its
+    /// memory is refused. Allocated before the old table is frozen, so that a refusal
+    /// leaves the filter as it was.
+    pub(crate) fn allocate_doubled(&self, stripes: usize) -> Result<Self, ()> {
+        Table::new(self.geometry.doubled(), stripes)
+    }
+
+    /// Freezes every stripe, in index order, waiting for the writer holding each. Afterwards
+    /// no writer can change the table, and readers keep reading it lock-free.
+    pub(crate) fn freeze(&self) {
+        self.stripes.iter().for_each(Stripe::freeze);
+    }
+
+    /// Fills the empty table `new` (this table doubled, not yet visible to any other
+    /// thread) with this frozen table's entries: each bucket splits into its two children
+    /// (see `hash.rs`), so nothing is relocated and nothing can overflow. The counters carry
+    /// over (removals and relocations in the new table's first stripe).
+    pub(crate) fn split_into(&self, new: &Table<W>) {
+        debug_assert_eq!(new.geometry, self.geometry.doubled());
+        for bucket in 0..self.geometry.buckets() {
+            let mut next_lane = [0usize; 2];
+            let contents = self.load_bucket(bucket);
+            for lane in 0..SLOTS {
+                let value = self.lanes.lane(contents, lane);
+                if value != 0 {
+                    let child = self.geometry.split(bucket, value);
+                    new.store_lane(child, next_lane[child & 1], value);
+                    next_lane[child & 1] += 1;
+                    new.stripes[new.stripe_of(child)].add_items(1);
+                }
+            }
+        }
+        let totals = self.totals();
+        new.stripes[0].add_removes(totals.removes);
+        new.stripes[0].add_relocations(totals.relocations);
     }
 
     /// Writes `value` into slot `lane` of `bucket`. The caller holds the bucket's stripe.
@@ -256,7 +307,7 @@ impl<W: Word> Locked<'_, W> {
     pub(crate) fn relocate(&self, from: usize, from_lane: usize, to: usize, to_lane: usize, moved: u64) {
         self.put(to, to_lane, moved);
         self.take(from, from_lane);
-        self.table.stripes[self.table.stripe_of(from)].add_relocation();
+        self.table.stripes[self.table.stripe_of(from)].add_relocations(1);
     }
 }
 

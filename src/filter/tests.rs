@@ -7,8 +7,9 @@ use proptest::prelude::*;
 use super::*;
 use crate::BuildError;
 
+/// A fixed-size filter (so that inserts can fail).
 fn filter(capacity: usize, eps: f64) -> CuckooFilter {
-    CuckooFilter::builder().capacity(capacity).false_positive_rate(eps).seed(7).build().unwrap()
+    CuckooFilter::builder().capacity(capacity).max_capacity(capacity).false_positive_rate(eps).seed(7).build().unwrap()
 }
 
 #[test]
@@ -114,11 +115,85 @@ fn bad_configuration_is_an_error() {
     assert!(matches!(b().stripes(0).build(), Err(BuildError::InvalidStripes { stripes: 0 })));
     let msg = b().false_positive_rate(0.0).build().unwrap_err().to_string();
     assert!(msg.contains("between 0 and 1"), "{msg}");
+    assert_eq!(
+        b().max_capacity(9).build().unwrap_err(),
+        BuildError::MaxCapacityBelowCapacity { capacity: 10, max_capacity: 9 }
+    );
+    assert_eq!(
+        b().false_positive_rate(0.001).max_capacity(usize::MAX).build().unwrap_err(),
+        BuildError::TooManyDoublings { doublings: 60, most: 19 }
+    );
+    assert_eq!(
+        CuckooFilter::builder().capacity(1 << 40).max_capacity(1 << 62).false_positive_rate(0.01).build().unwrap_err(),
+        BuildError::CapacityTooLarge { capacity: 1 << 62 }
+    );
+    // The default growth shrinks to what fits in a 32-bit slot.
+    assert_eq!(b().false_positive_rate(2e-9).build().unwrap().stats().doublings_left, 0);
+    assert_eq!(b().false_positive_rate(1e-8).build().unwrap().stats().doublings_left, 2);
+    assert_eq!(b().build().unwrap().stats().doublings_left, crate::DEFAULT_DOUBLINGS);
+}
+
+#[test]
+fn growth_loses_nothing_and_keeps_the_false_positive_rate() {
+    let f = CuckooFilter::builder().capacity(2_000).max_capacity(32_000).false_positive_rate(0.01).seed(3).build().unwrap();
+    let initial = f.capacity();
+    let n = 30_000u64;
+    for key in 0..n {
+        f.insert(&key).unwrap();
+        if key % 997 == 0 {
+            assert!((0..=key).step_by(13).all(|k| f.contains(&k)), "lost a key by {key}");
+        }
+    }
+    let stats = f.stats();
+    assert_eq!((stats.doublings, stats.doublings_left), (4, 0));
+    assert_eq!(f.capacity(), 16 * initial);
+    assert_eq!(f.len() as u64, n);
+    assert!((0..n).all(|k| f.contains(&k)));
+    assert_eq!(stats.failed_inserts, 0);
+    // 9-bit fingerprints and 4 extension bits, all spent: the rate is that of a fixed
+    // filter with 9-bit fingerprints at this load.
+    let queries = 200_000u64;
+    let fp = (n..n + queries).filter(|k| f.contains(k)).count() as f64 / queries as f64;
+    assert!(fp <= 0.01 * 1.1, "false-positive rate {fp} after growth");
+    assert!(stats.estimated_false_positive_rate <= 0.01);
+    // Removes and unique inserts work on the grown table.
+    assert!((0..n).step_by(2).all(|k| f.remove(&k)));
+    assert_eq!(f.len() as u64, n / 2);
+    assert!((1..n).step_by(2).all(|k| f.contains(&k)));
+    assert_eq!(f.insert_unique(&1u64), Ok(false));
+    f.clear();
+    assert!(f.is_empty() && !f.contains(&1u64));
+}
+
+#[test]
+fn growth_stops_at_max_capacity_and_loses_nothing() {
+    let f = CuckooFilter::builder().capacity(1_000).max_capacity(4_000).false_positive_rate(0.001).seed(5).build().unwrap();
+    let mut stored = Vec::new();
+    let err = loop {
+        let key = stored.len() as u64;
+        match f.insert(&key) {
+            Ok(()) => stored.push(key),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(err, InsertError::MaxCapacityReached { capacity: f.capacity() });
+    assert_eq!(f.stats().doublings, 2);
+    assert!(f.load_factor() > 0.9, "stopped at load {}", f.load_factor());
+    assert!(stored.iter().all(|k| f.contains(k)));
+    assert_eq!(f.len(), stored.len());
+    assert!(err.to_string().contains("max_capacity"));
+}
+
+#[test]
+fn a_fixed_size_filter_reports_full() {
+    let f = filter(100, 0.01);
+    assert_eq!(f.stats().doublings_left, 0);
+    assert_eq!((0..1_000u32).try_for_each(|k| f.insert(&k)), Err(InsertError::Full));
 }
 
 #[test]
 fn tiny_tables_work() {
-    let f = CuckooFilter::builder().capacity(1).stripes(1).seed(1).build().unwrap();
+    let f = CuckooFilter::builder().capacity(1).max_capacity(1).stripes(1).seed(1).build().unwrap();
     assert_eq!(f.capacity(), 8);
     let mut n = 0;
     while f.insert(&n).is_ok() {
@@ -179,7 +254,7 @@ proptest! {
             match op {
                 Op::Insert(k) => match f.insert(&k) {
                     Ok(()) => *model.entry(k).or_default() += 1,
-                    Err(InsertError::Full | InsertError::TooManyCopies) => {}
+                    Err(e) => prop_assert!(!matches!(e, InsertError::OutOfMemory { .. }), "{e}"),
                 },
                 Op::InsertUnique(k) => {
                     if let Ok(inserted) = f.insert_unique(&k) {
