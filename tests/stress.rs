@@ -154,3 +154,109 @@ fn insert_unique_has_exactly_one_winner_per_key() {
     assert_eq!(filter.len() as u64, keys);
     assert!((0..keys).all(|k| filter.count(&k) == 1));
 }
+
+/// Writers insert until the filter has doubled six times, while readers look up keys that
+/// writers have published as stored: never a miss, before, during or after a doubling.
+/// Then the writers remove half their keys, racing the readers on the other half.
+#[test]
+fn growth_under_concurrency_never_misses_a_present_key() {
+    const PER_WRITER: u64 = 150_000;
+    const READERS: usize = 2;
+    let filter = Arc::new(
+        CuckooFilter::builder().capacity(10_000).max_capacity(640_000).false_positive_rate(0.001).build().unwrap(),
+    );
+    // progress[w]: writer w's keys below this index are stored (published with Release).
+    let progress: Arc<Vec<AtomicU64>> = Arc::new((0..WORKERS).map(|_| AtomicU64::new(0)).collect());
+    // removing[w]: set once writer w starts removing its even keys.
+    let removing: Arc<Vec<AtomicBool>> = Arc::new((0..WORKERS).map(|_| AtomicBool::new(false)).collect());
+    let done = Arc::new(AtomicBool::new(false));
+    let key = |w: u64, i: u64| (w << 40) | i;
+    let start = Arc::new(Barrier::new(WORKERS as usize + READERS));
+
+    let readers: Vec<_> = (0..READERS)
+        .map(|r| {
+            let (filter, progress, removing, done, start) =
+                (filter.clone(), progress.clone(), removing.clone(), done.clone(), start.clone());
+            thread::spawn(move || {
+                let mut rng = Rng(100 + r as u64);
+                let mut checks = 0u64;
+                start.wait();
+                while !done.load(Ordering::Acquire) {
+                    let w = rng.below(WORKERS);
+                    let stored = progress[w as usize].load(Ordering::Acquire);
+                    if stored == 0 {
+                        continue;
+                    }
+                    let i = rng.below(stored);
+                    // Even keys may be removed once their writer has started removing; a
+                    // miss seen before that (the flag is read after the lookup) is a bug.
+                    let found = filter.contains(&key(w, i));
+                    let excused = i % 2 == 0 && removing[w as usize].load(Ordering::Acquire);
+                    assert!(found || excused, "false negative for writer {w}'s key {i}");
+                    checks += 1;
+                }
+                checks
+            })
+        })
+        .collect();
+
+    let writers: Vec<_> = (0..WORKERS)
+        .map(|w| {
+            let (filter, progress, removing, start) =
+                (filter.clone(), progress.clone(), removing.clone(), start.clone());
+            thread::spawn(move || {
+                start.wait();
+                for i in 0..PER_WRITER {
+                    filter.insert(&key(w, i)).unwrap();
+                    progress[w as usize].store(i + 1, Ordering::Release);
+                }
+                removing[w as usize].store(true, Ordering::Release);
+                for i in (0..PER_WRITER).step_by(2) {
+                    assert!(filter.remove(&key(w, i)), "remove after growth missed writer {w}'s key {i}");
+                }
+            })
+        })
+        .collect();
+    writers.into_iter().for_each(|w| w.join().unwrap());
+    done.store(true, Ordering::Release);
+    let checks: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
+
+    let stats = filter.stats();
+    assert_eq!(stats.doublings, 6, "{stats:?}");
+    assert_eq!(filter.len() as u64, WORKERS * PER_WRITER / 2);
+    assert!((0..WORKERS).all(|w| (1..PER_WRITER).step_by(2).all(|i| filter.contains(&key(w, i)))));
+    assert!(checks > 10_000, "the readers hardly ran: {checks} lookups");
+}
+
+#[test]
+fn inserts_past_max_capacity_fail_and_lose_nothing_under_concurrency() {
+    let filter = Arc::new(
+        CuckooFilter::builder().capacity(5_000).max_capacity(20_000).false_positive_rate(0.01).build().unwrap(),
+    );
+    let start = Arc::new(Barrier::new(WORKERS as usize));
+    let stored: Vec<Vec<u64>> = (0..WORKERS)
+        .map(|w| {
+            let (filter, start) = (filter.clone(), start.clone());
+            thread::spawn(move || {
+                start.wait();
+                let mut stored = Vec::new();
+                for i in 0..20_000u64 {
+                    match filter.insert(&((w << 40) | i)) {
+                        Ok(()) => stored.push((w << 40) | i),
+                        Err(InsertError::MaxCapacityReached { .. }) => {}
+                        Err(e) => panic!("unexpected error {e}"),
+                    }
+                }
+                stored
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .collect();
+    let total: usize = stored.iter().map(Vec::len).sum();
+    assert_eq!(filter.len(), total);
+    assert_eq!(filter.stats().doublings, 2);
+    assert!(filter.stats().failed_inserts > 0);
+    assert!(stored.iter().flatten().all(|k| filter.contains(k)));
+}
