@@ -5,7 +5,7 @@ import re
 import sys
 
 FILTER = ["items", "slots", "load_ratio", "memory_bytes", "false_positive_ratio", "fingerprint_width",
-          "inserts_total", "failed_inserts_total", "removes_total", "relocations_total"]
+          "inserts_total", "failed_inserts_total", "removes_total", "relocations_total", "doublings_total"]
 CACHE = ["hits_total", "misses_total", "admitted_total", "rejected_total", "evictions_total", "entries", "capacity"]
 GATE = ["rotations_total", "memory_bytes"]
 LINE = re.compile(r'^(cuckoo_gate_\w+)\{name="(\w+)"\} (\S+)$')

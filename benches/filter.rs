@@ -4,8 +4,10 @@
 //! cargo bench --bench filter
 //! ```
 //!
-//! * `lookup`: positive and negative lookups at n = 1M, with metrics registered and not
-//!   (lookups record nothing, so the two must match), and the `cuckoofilter` 0.5 crate.
+//! * `lookup`: positive and negative lookups at n = 1M on a fixed-size filter, with
+//!   metrics registered and not (lookups record nothing, so the two must match), on a
+//!   growable one (wider slots, an epoch pin per lookup), and on the `cuckoofilter` 0.5
+//!   crate.
 //! * `insert`: filling a filter sized for 1M keys to 95% of its slots.
 
 use std::collections::hash_map::DefaultHasher;
@@ -25,8 +27,13 @@ fn key(i: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-fn filled(metrics: bool) -> CuckooFilter {
+/// A filter holding keys `[0, N)`: fixed-size unless `growable` (the default allowance of
+/// four doublings, which widens the slot and pins the epoch on every lookup).
+fn filled(growable: bool, metrics: bool) -> CuckooFilter {
     let mut builder = CuckooFilter::builder().capacity(N).false_positive_rate(0.002).seed(1);
+    if !growable {
+        builder = builder.max_capacity(N);
+    }
     if metrics {
         builder = builder.metrics_name("bench");
     }
@@ -40,8 +47,12 @@ fn filled(metrics: bool) -> CuckooFilter {
 fn lookup(c: &mut Criterion) {
     let mut group = c.benchmark_group("lookup");
     group.throughput(Throughput::Elements(N as u64)).sample_size(10);
-    for (label, metrics) in [("cuckoo-gate", false), ("cuckoo-gate+metrics", true)] {
-        let f = filled(metrics);
+    for (label, growable, metrics) in [
+        ("cuckoo-gate", false, false),
+        ("cuckoo-gate+metrics", false, true),
+        ("cuckoo-gate-growable", true, false),
+    ] {
+        let f = filled(growable, metrics);
         f.publish_metrics();
         group.bench_function(format!("{label}/present"), |b| {
             b.iter(|| (0..N as u64).filter(|&i| f.contains(&key(i))).count())
@@ -69,7 +80,14 @@ fn insert(c: &mut Criterion) {
     group.throughput(Throughput::Elements(fill)).sample_size(10);
     group.bench_function("cuckoo-gate", |b| {
         b.iter_batched(
-            || CuckooFilter::builder().capacity(N).false_positive_rate(0.002).build().unwrap(),
+            || {
+                CuckooFilter::builder()
+                    .capacity(N)
+                    .max_capacity(N)
+                    .false_positive_rate(0.002)
+                    .build()
+                    .unwrap()
+            },
             |f| {
                 for i in 0..fill {
                     black_box(f.insert(&key(i))).unwrap();

@@ -24,7 +24,12 @@ fn key(i: u64) -> u64 {
 const ABSENT: u64 = 1 << 62;
 
 fn build(n: usize, eps: f64) -> CuckooFilter {
-    CuckooFilter::builder().capacity(n).false_positive_rate(eps).build().expect("valid configuration")
+    CuckooFilter::builder()
+        .capacity(n)
+        .max_capacity(n)
+        .false_positive_rate(eps)
+        .build()
+        .expect("valid configuration")
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

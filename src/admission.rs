@@ -99,8 +99,10 @@ impl SeenBeforeBuilder {
     /// ```
     pub fn build(self) -> Result<SeenBefore, BuildError> {
         let filter = |salt: u64| {
-            let b =
-                CuckooFilter::builder().capacity(self.capacity).max_capacity(self.capacity).false_positive_rate(self.false_positive_rate);
+            let b = CuckooFilter::builder()
+                .capacity(self.capacity)
+                .max_capacity(self.capacity)
+                .false_positive_rate(self.false_positive_rate);
             match self.seed {
                 Some(seed) => b.seed(seed ^ salt).build(),
                 None => b.build(),

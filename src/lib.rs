@@ -37,7 +37,21 @@
 //! first for a *cuckoo path* (a chain of fingerprints, each movable to its other bucket,
 //! ending at a free slot) without moving anything, then moves the fingerprints from the
 //! end of the path backwards, each copied to its destination before its source is cleared.
-//! If no path exists within the search budget the insert fails and nothing is lost.
+//! If no path exists within the search budget the filter doubles (see Growth), or, at its
+//! `max_capacity`, the insert fails and nothing is lost.
+//!
+//! ## Growth
+//!
+//! By default a filter may double 4 times (to 16x its capacity); set
+//! [`FilterBuilder::max_capacity`] to change that, or to the capacity for a fixed-size
+//! filter. A doubling is a *split*: each slot stores, beside its fingerprint, one hash bit
+//! per allowed doubling, and bucket `j` of the old table becomes buckets `2j` and `2j + 1`
+//! of the new one, the stored bit choosing. Lookups still read two buckets, and the
+//! false-positive rate stays at ε however far the filter grows, at one bit per slot per
+//! allowed doubling. The grower freezes the old table stripe by stripe (writers then wait
+//! for the new table; readers keep reading the frozen one), splits it into the new table,
+//! publishes it with an atomic pointer swap, and hands the old one to `crossbeam-epoch`,
+//! which frees it once no lookup can still be reading it.
 //!
 //! ## Consistency model
 //!
@@ -52,6 +66,11 @@
 //!   Lookups are linearizable; `len()` sums per-stripe counters and is not.
 //! * `insert_unique` checks and inserts under the same locks: of threads racing on one
 //!   new key, exactly one is told it inserted.
+//! * Across a doubling: every write completes either in the old table before its stripes
+//!   freeze (and so is copied) or in the new table after it is published; a lookup reads
+//!   whichever table it loaded, and both hold every key present when it started.
+//! * The only `unsafe` code is in `src/filter/current.rs` (the epoch-protected pointer),
+//!   each block with its safety argument.
 //!
 //! These claims are model-checked with loom (`tests/loom.rs`, including deliberately
 //! broken variants that loom must catch) and stress-tested (`tests/stress.rs`).
@@ -72,6 +91,7 @@
 //! | feature | cost |
 //! |---|---|
 //! | lock-free lookups | two version loads and one re-check per lookup |
+//! | growth (default: 4 doublings) | one bit per slot per allowed doubling; an epoch pin per operation (a fixed-size filter skips it) |
 //! | deletion, `count` | none: part of the cuckoo design |
 //! | any capacity (no power of two) | one choice bit per slot, in place of a fingerprint bit |
 //! | striped writers | 32 bytes per stripe (version, item, relocation and removal counts), up to 1024 stripes |

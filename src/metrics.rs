@@ -20,6 +20,7 @@
 //! | `cuckoo_gate_filter_failed_inserts_total` | counter | inserts that returned an error |
 //! | `cuckoo_gate_filter_removes_total` | counter | fingerprints removed (`remove`, `clear`) |
 //! | `cuckoo_gate_filter_relocations_total` | counter | fingerprints moved to make room |
+//! | `cuckoo_gate_filter_doublings_total` | counter | times the filter doubled its capacity |
 //! | `cuckoo_gate_cache_hits_total` | counter | `get` calls that found their key |
 //! | `cuckoo_gate_cache_misses_total` | counter | `get` calls that did not |
 //! | `cuckoo_gate_cache_admitted_total` | counter | misses stored (cache writes) |
@@ -62,6 +63,11 @@ fn describe() {
             Unit::Count,
             "Fingerprints moved to make room."
         );
+        describe_counter!(
+            "cuckoo_gate_filter_doublings_total",
+            Unit::Count,
+            "Times the filter doubled its capacity."
+        );
         describe_counter!("cuckoo_gate_cache_hits_total", Unit::Count, "Cache lookups that found their key.");
         describe_counter!("cuckoo_gate_cache_misses_total", Unit::Count, "Cache lookups that did not.");
         describe_counter!("cuckoo_gate_cache_admitted_total", Unit::Count, "Misses stored in the cache.");
@@ -90,6 +96,7 @@ pub(crate) struct FilterMetrics {
     failed: Counter,
     removes: Counter,
     relocations: Counter,
+    doublings: Counter,
 }
 
 impl FilterMetrics {
@@ -107,6 +114,7 @@ impl FilterMetrics {
             failed: counter!("cuckoo_gate_filter_failed_inserts_total", &labels),
             removes: counter!("cuckoo_gate_filter_removes_total", &labels),
             relocations: counter!("cuckoo_gate_filter_relocations_total", &labels),
+            doublings: counter!("cuckoo_gate_filter_doublings_total", &labels),
         }
     }
 
@@ -121,6 +129,7 @@ impl FilterMetrics {
         self.failed.absolute(s.failed_inserts);
         self.removes.absolute(s.removes);
         self.relocations.absolute(s.relocations);
+        self.doublings.absolute(u64::from(s.doublings));
     }
 }
 

@@ -3,7 +3,8 @@
 //! Run with:
 //!
 //! ```text
-//! RUSTFLAGS="--cfg cuckoo_gate_loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release --test loom
+//! RUSTFLAGS="--cfg cuckoo_gate_loom --cfg crossbeam_loom" LOOM_MAX_PREEMPTIONS=3 \
+//!     cargo test --release --test loom
 //! ```
 //!
 //! Each model also runs against a deliberately broken protocol and must then fail, which
@@ -13,7 +14,12 @@
 //! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="split_move"' ...
 //! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="skip_validation"' ...
 //! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="split_unique"' ...
+//! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="eager_free"' ...
+//! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="skip_freeze"' ...
 //! ```
+//!
+//! (`--cfg crossbeam_loom` makes crossbeam-epoch, which reclaims retired tables, use
+//! loom's primitives too; `.ci/run` passes it with every run.)
 //!
 //! Tables are tiny (3 buckets of 4 slots, one stripe) and keys are chosen by their
 //! placement under a fixed seed, so each model sets up exactly the situation it checks.
@@ -36,7 +42,13 @@ const SEED: u64 = 0x1007;
 
 /// A filter of 3 buckets (12 slots) with 9-bit fingerprints.
 fn tiny() -> CuckooFilter {
-    let f = CuckooFilter::builder().capacity(9).max_capacity(9).false_positive_rate(0.01).seed(SEED).build().unwrap();
+    let f = CuckooFilter::builder()
+        .capacity(9)
+        .max_capacity(9)
+        .false_positive_rate(0.01)
+        .seed(SEED)
+        .build()
+        .unwrap();
     assert_eq!(f.capacity(), 12);
     f
 }
@@ -202,12 +214,135 @@ fn reader_sees_key_reinserted_after_clear() {
     });
 }
 
+/// A growable filter of 2 buckets that may double once, filled to its last slot: each
+/// bucket holds 4 keys whose first bucket it is, so the next insert must double the table.
+fn full_growable() -> (CuckooFilter, Vec<u64>) {
+    let growable = || CuckooFilter::builder().capacity(1).false_positive_rate(0.01).seed(SEED);
+    let f = growable().max_capacity(2).build().unwrap();
+    // Keys are picked on a fixed-size twin (same buckets before any doubling), whose
+    // lookups take no epoch pin: this keeps the model's setup short.
+    let twin = growable().max_capacity(1).build().unwrap();
+    let keys: Vec<u64> = (0..2).flat_map(|b| fill(&twin, b, b as u64 * 10_000, 4)).collect();
+    keys.iter().for_each(|k| f.insert(k).unwrap());
+    assert_eq!((f.len(), f.capacity(), f.stats().doublings), (8, 8, 0));
+    (f, keys)
+}
+
+/// Model 7 (the issue's model 5): a reader looks up `a` while the main thread inserts a
+/// key that doubles the table, then reclaims the old table through the epoch. The reader
+/// never misses and never reads a reclaimed table; afterwards every key is present.
+#[test]
+#[cfg_attr(cuckoo_gate_broken = "eager_free", should_panic(expected = "use after free"))]
+fn reader_across_a_doubling() {
+    growth_model(1, |failure| {
+        let (f, keys) = full_growable();
+        let a = keys[0];
+        let f = Arc::new(f);
+        let reader = {
+            let (f, failure) = (f.clone(), failure.clone());
+            thread::spawn(move || {
+                let found = failure.catch(|| f.contains(&a));
+                failure.check(found != Some(false), "lookup missed a key across a doubling");
+            })
+        };
+        f.insert(&1_000_000u64).unwrap();
+        f.debug_collect_retired();
+        reader.join().unwrap();
+        failure.check(f.stats().doublings == 1, "no doubling");
+        let all = keys.iter().chain([&1_000_000]).all(|k| f.contains(k));
+        failure.check(all && f.len() == 9, "a key was lost in the doubling");
+    });
+}
+
+/// Model 8: a writer removes a key while the main thread's insert doubles the table: the
+/// remove lands exactly once, whether it hits the old table before the freeze or waits
+/// for the new one, and nothing else is lost.
+#[test]
+#[cfg_attr(cuckoo_gate_broken = "skip_freeze", should_panic(expected = "remove was lost"))]
+fn remove_across_a_doubling() {
+    growth_model(2, |failure| {
+        let (f, keys) = full_growable();
+        let gone = keys[5];
+        let f = Arc::new(f);
+        let remover = {
+            let f = f.clone();
+            thread::spawn(move || f.remove(&gone))
+        };
+        f.insert(&1_000_000u64).unwrap();
+        failure.check(remover.join().unwrap(), "the remove missed its key");
+        failure.check(!f.contains(&gone), "the remove was lost in the doubling");
+        let kept = keys.iter().filter(|&&k| k != gone).chain([&1_000_000]);
+        failure
+            .check(kept.into_iter().all(|k| f.contains(k)) && f.len() == 8, "a key was lost in the doubling");
+    });
+}
+
+/// The first failure seen in any execution of a growth model.
+///
+/// The growth models do not panic inside loom: crossbeam-epoch's thread-local state is
+/// finalized when loom tears the model's threads down after a panic, outside the model,
+/// which aborts the process instead of failing the test. They record the failure here and
+/// [`growth_model`] panics with it once loom is done.
+#[derive(Clone, Default)]
+struct Failure(std::sync::Arc<std::sync::Mutex<Option<String>>>);
+
+impl Failure {
+    fn check(&self, ok: bool, message: &str) {
+        if !ok {
+            self.0.lock().unwrap().get_or_insert_with(|| message.to_owned());
+        }
+    }
+
+    /// Runs `f`, recording its panic (such as the library's use-after-free check) as a
+    /// failure; `None` if it panicked.
+    fn catch<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+            Ok(result) => Some(result),
+            Err(payload) => {
+                let message = payload
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                self.check(false, &message);
+                None
+            }
+        }
+    }
+}
+
+/// [`model_bounded`] for the growth models (see [`Failure`]).
+fn growth_model(bound: usize, body: impl Fn(&Failure) + Sync + Send + 'static) {
+    let failure = Failure::default();
+    let seen = failure.clone();
+    model_bounded(bound, move || body(&seen));
+    let message = failure.0.lock().unwrap().take();
+    if let Some(message) = message {
+        panic!("{message}");
+    }
+}
+
 /// Runs `body` under loom and checks that loom explored more than one interleaving.
 fn model(body: impl Fn() + Sync + Send + 'static) {
+    model_bounded(usize::MAX, body);
+}
+
+/// [`model`] with at most `bound` preemptions (and no more than `LOOM_MAX_PREEMPTIONS`).
+///
+/// The growth models run crossbeam-epoch's pin, flush and collection under loom, which
+/// multiplies the interleavings: on the 2-core CI machine the reader model takes about
+/// 40 s with one preemption and did not finish in 10 minutes with two; the remove model
+/// takes about 65 s with two.
+fn model_bounded(bound: usize, body: impl Fn() + Sync + Send + 'static) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let runs = std::sync::Arc::new(AtomicUsize::new(0));
     let counter = runs.clone();
-    loom::model(move || {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = builder.preemption_bound.map(|b| b.min(bound)).or(Some(bound));
+    // The growth models run a doubling and epoch collection: more steps than loom's
+    // default limit of 1000 per execution, though every loop in them is bounded.
+    builder.max_branches = 20_000;
+    builder.check(move || {
         counter.fetch_add(1, Ordering::Relaxed);
         body();
     });

@@ -163,7 +163,12 @@ fn growth_under_concurrency_never_misses_a_present_key() {
     const PER_WRITER: u64 = 150_000;
     const READERS: usize = 2;
     let filter = Arc::new(
-        CuckooFilter::builder().capacity(10_000).max_capacity(640_000).false_positive_rate(0.001).build().unwrap(),
+        CuckooFilter::builder()
+            .capacity(10_000)
+            .max_capacity(640_000)
+            .false_positive_rate(0.001)
+            .build()
+            .unwrap(),
     );
     // progress[w]: writer w's keys below this index are stored (published with Release).
     let progress: Arc<Vec<AtomicU64>> = Arc::new((0..WORKERS).map(|_| AtomicU64::new(0)).collect());
@@ -231,7 +236,12 @@ fn growth_under_concurrency_never_misses_a_present_key() {
 #[test]
 fn inserts_past_max_capacity_fail_and_lose_nothing_under_concurrency() {
     let filter = Arc::new(
-        CuckooFilter::builder().capacity(5_000).max_capacity(20_000).false_positive_rate(0.01).build().unwrap(),
+        CuckooFilter::builder()
+            .capacity(5_000)
+            .max_capacity(20_000)
+            .false_positive_rate(0.01)
+            .build()
+            .unwrap(),
     );
     let start = Arc::new(Barrier::new(WORKERS as usize));
     let stored: Vec<Vec<u64>> = (0..WORKERS)

@@ -182,17 +182,20 @@ impl FilterBuilder {
         // Whether a table of this many doublings could be addressed at all.
         let fits = |doublings: u32| {
             let geometry = Geometry::new(buckets, fingerprint_bits, doublings);
-            (0..doublings).try_fold(geometry, |g, _| g.buckets().checked_mul(2).map(|_| g.doubled())).and_then(
-                |largest| {
+            (0..doublings)
+                .try_fold(geometry, |g, _| g.buckets().checked_mul(2).map(|_| g.doubled()))
+                .and_then(|largest| {
                     let stripes = stripes.unwrap_or_else(|| default_stripes(largest.buckets()));
                     table_bytes(largest, stripes).filter(|&bytes| bytes <= isize::MAX as usize)
-                },
-            )
+                })
         };
         let doublings = match self.max_capacity {
             None => (0..=DEFAULT_DOUBLINGS.min(most)).rev().find(|&d| fits(d).is_some()).unwrap_or(0),
             Some(max) if max < self.capacity => {
-                return Err(BuildError::MaxCapacityBelowCapacity { capacity: self.capacity, max_capacity: max });
+                return Err(BuildError::MaxCapacityBelowCapacity {
+                    capacity: self.capacity,
+                    max_capacity: max,
+                });
             }
             Some(max) => {
                 let doublings = (max / self.capacity).ilog2();
@@ -211,7 +214,8 @@ impl FilterBuilder {
         if bytes > isize::MAX as usize {
             return Err(too_large);
         }
-        let tables = Tables::new(geometry, initial_stripes).map_err(|()| BuildError::OutOfMemory { bytes })?;
+        let tables =
+            Tables::new(geometry, initial_stripes).map_err(|()| BuildError::OutOfMemory { bytes })?;
         let seed = self.seed.unwrap_or_else(random_seed);
         #[allow(unused_mut)]
         let mut filter = CuckooFilter::from_parts(tables, stripes, eps, seed);

@@ -90,7 +90,10 @@ impl Current {
     /// every thread that loads it) and the old one is retired. The caller must be the only
     /// thread replacing tables (the filter's growth lock), or two replacements could be
     /// built from the same table.
-    pub(crate) fn replace<E>(&self, grow: impl FnOnce(&Tables) -> Result<Option<Tables>, E>) -> Result<(), E> {
+    pub(crate) fn replace<E>(
+        &self,
+        grow: impl FnOnce(&Tables) -> Result<Option<Tables>, E>,
+    ) -> Result<(), E> {
         debug_assert!(self.replaceable);
         let guard = epoch::pin();
         let shared = self.pointer.load(Ordering::Acquire, &guard);
@@ -100,14 +103,7 @@ impl Current {
             return Ok(());
         };
         published.check_live();
-        let publish = if cfg!(cuckoo_gate_broken = "publish_relaxed") {
-            // Deliberately wrong (for the loom suite): a reader that loads the new pointer
-            // need not see the table's contents.
-            Ordering::Relaxed
-        } else {
-            Ordering::AcqRel
-        };
-        let old = self.pointer.swap(epoch::Owned::new(Published::new(tables)), publish, &guard);
+        let old = self.pointer.swap(epoch::Owned::new(Published::new(tables)), Ordering::AcqRel, &guard);
         debug_assert_eq!(old, shared, "tables replaced concurrently");
         retire(&guard, old);
         guard.flush();

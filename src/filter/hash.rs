@@ -146,7 +146,8 @@ impl Geometry {
     pub(crate) fn probe(&self, hash: u64) -> Probe {
         let t = hash as u128 * self.base_buckets as u128;
         let (base, frac) = ((t >> 64) as usize, t as u64);
-        let i1 = if self.level == 0 { base } else { (base << self.level) | (frac >> (64 - self.level)) as usize };
+        let i1 =
+            if self.level == 0 { base } else { (base << self.level) | (frac >> (64 - self.level)) as usize };
         let ext = if self.extension_bits == 0 { 0 } else { frac >> (64 - self.extension_bits) };
         let fp_range = (1u64 << self.fingerprint_bits) - 1;
         let fp = 1 + (((hash as u32 as u64) * fp_range) >> 32);

@@ -9,7 +9,13 @@ use crate::BuildError;
 
 /// A fixed-size filter (so that inserts can fail).
 fn filter(capacity: usize, eps: f64) -> CuckooFilter {
-    CuckooFilter::builder().capacity(capacity).max_capacity(capacity).false_positive_rate(eps).seed(7).build().unwrap()
+    CuckooFilter::builder()
+        .capacity(capacity)
+        .max_capacity(capacity)
+        .false_positive_rate(eps)
+        .seed(7)
+        .build()
+        .unwrap()
 }
 
 #[test]
@@ -124,7 +130,12 @@ fn bad_configuration_is_an_error() {
         BuildError::TooManyDoublings { doublings: 60, most: 19 }
     );
     assert_eq!(
-        CuckooFilter::builder().capacity(1 << 40).max_capacity(1 << 62).false_positive_rate(0.01).build().unwrap_err(),
+        CuckooFilter::builder()
+            .capacity(1 << 40)
+            .max_capacity(1 << 62)
+            .false_positive_rate(0.01)
+            .build()
+            .unwrap_err(),
         BuildError::CapacityTooLarge { capacity: 1 << 62 }
     );
     // The default growth shrinks to what fits in a 32-bit slot.
@@ -135,7 +146,13 @@ fn bad_configuration_is_an_error() {
 
 #[test]
 fn growth_loses_nothing_and_keeps_the_false_positive_rate() {
-    let f = CuckooFilter::builder().capacity(2_000).max_capacity(32_000).false_positive_rate(0.01).seed(3).build().unwrap();
+    let f = CuckooFilter::builder()
+        .capacity(2_000)
+        .max_capacity(32_000)
+        .false_positive_rate(0.01)
+        .seed(3)
+        .build()
+        .unwrap();
     let initial = f.capacity();
     let n = 30_000u64;
     for key in 0..n {
@@ -167,7 +184,13 @@ fn growth_loses_nothing_and_keeps_the_false_positive_rate() {
 
 #[test]
 fn growth_stops_at_max_capacity_and_loses_nothing() {
-    let f = CuckooFilter::builder().capacity(1_000).max_capacity(4_000).false_positive_rate(0.001).seed(5).build().unwrap();
+    let f = CuckooFilter::builder()
+        .capacity(1_000)
+        .max_capacity(4_000)
+        .false_positive_rate(0.001)
+        .seed(5)
+        .build()
+        .unwrap();
     let mut stored = Vec::new();
     let err = loop {
         let key = stored.len() as u64;

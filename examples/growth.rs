@@ -1,0 +1,135 @@
+//! Automatic growth, measured: a filter built for 1M items grows to 16M (four doublings)
+//! at ε = 0.1%, against a fixed-size filter built for 16M from the start.
+//!
+//! ```text
+//! cargo run --release --example growth              # 1M -> 16M (about a minute)
+//! cargo run --release --example growth -- --quick   # 100k -> 1.6M
+//! ```
+//!
+//! Reports the false-positive rate, memory, single-thread lookup throughput (medians of 5
+//! rounds, as a ratio to the right-sized filter measured in the same run) and the latency
+//! of every insert across the doublings (p50, p99, p99.9, max; the maximum is an insert
+//! that performed a doubling).
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use cuckoo_gate::CuckooFilter;
+
+/// SplitMix64: distinct, well-spread u64 keys from a counter.
+fn key(i: u64) -> u64 {
+    let mut z = i.wrapping_add(0x9E37_79B9_7F4A_7C15).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Keys `[0, n)` are inserted; absent keys come from `[1 << 62, ...)`.
+const ABSENT: u64 = 1 << 62;
+const EPSILON: f64 = 0.001;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Million lookups per second over `keys` lookups starting at `first`, median of 5.
+fn lookups(f: &CuckooFilter, first: u64, keys: u64) -> f64 {
+    let runs = (0..5)
+        .map(|_| {
+            let start = Instant::now();
+            let mut hits = 0u64;
+            for i in first..first + keys {
+                hits += u64::from(f.contains(&key(i)));
+            }
+            black_box(hits);
+            keys as f64 / start.elapsed().as_secs_f64() / 1e6
+        })
+        .collect();
+    median(runs)
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p) as usize] as f64 / 1e3
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let initial: usize = if quick { 100_000 } else { 1_000_000 };
+    let n = 16 * initial;
+    let grown = CuckooFilter::builder()
+        .capacity(initial)
+        .max_capacity(n)
+        .false_positive_rate(EPSILON)
+        .build()
+        .unwrap();
+    let right =
+        CuckooFilter::builder().capacity(n).max_capacity(n).false_positive_rate(EPSILON).build().unwrap();
+    println!("# Growth: capacity {initial} -> {n} items, ε = {EPSILON}");
+
+    let mut latencies = Vec::with_capacity(n);
+    let mut doublings = Vec::new();
+    for i in 0..n as u64 {
+        let start = Instant::now();
+        grown.insert(&key(i)).expect("grows within max_capacity");
+        let ns = start.elapsed().as_nanos() as u64;
+        latencies.push(ns);
+        if grown.stats().doublings as usize > doublings.len() {
+            doublings.push((i, ns));
+        }
+    }
+    for i in 0..n as u64 {
+        right.insert(&key(i)).expect("fits");
+    }
+    assert!((0..n as u64).all(|i| grown.contains(&key(i))), "a key was lost");
+
+    let queries = 10_000_000u64;
+    let fpr = |f: &CuckooFilter| {
+        (0..queries).filter(|&i| f.contains(&key(ABSENT + i))).count() as f64 / queries as f64
+    };
+    let (fpr_grown, fpr_right) = (fpr(&grown), fpr(&right));
+    let (g, r) = (grown.stats(), right.stats());
+    println!();
+    println!("| | grown (4 doublings) | right-sized | ratio |");
+    println!("|---|---|---|---|");
+    println!("| slots | {} | {} | {:.2} |", g.capacity, r.capacity, g.capacity as f64 / r.capacity as f64);
+    println!("| slot bits | {} | {} | |", g.slot_bits, r.slot_bits);
+    println!(
+        "| memory | {:.1} MiB | {:.1} MiB | {:.2} |",
+        g.memory_bytes as f64 / (1 << 20) as f64,
+        r.memory_bytes as f64 / (1 << 20) as f64,
+        g.memory_bytes as f64 / r.memory_bytes as f64
+    );
+    println!("| load | {:.3} | {:.3} | |", g.load_factor, r.load_factor);
+    println!(
+        "| false-positive rate ({queries} absent keys) | {fpr_grown:.6} ({:.2} ε) | {fpr_right:.6} ({:.2} ε) | {:.2} |",
+        fpr_grown / EPSILON,
+        fpr_right / EPSILON,
+        fpr_grown / fpr_right
+    );
+    let lookups_n = 5_000_000.min(n as u64);
+    let (present_g, present_r) = (lookups(&grown, 0, lookups_n), lookups(&right, 0, lookups_n));
+    let (absent_g, absent_r) = (lookups(&grown, ABSENT, lookups_n), lookups(&right, ABSENT, lookups_n));
+    println!(
+        "| present lookups, M/s (median of 5) | {present_g:.1} | {present_r:.1} | {:.2} |",
+        present_g / present_r
+    );
+    println!(
+        "| absent lookups, M/s (median of 5) | {absent_g:.1} | {absent_r:.1} | {:.2} |",
+        absent_g / absent_r
+    );
+
+    latencies.sort_unstable();
+    println!();
+    println!("Insert latency across the doublings ({n} inserts, µs):");
+    println!(
+        "p50 {:.3}, p99 {:.3}, p99.9 {:.3}, max {:.1}",
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.99),
+        percentile(&latencies, 0.999),
+        percentile(&latencies, 1.0)
+    );
+    for (i, ns) in doublings {
+        println!("doubling at insert {i}: that insert took {:.1} ms", ns as f64 / 1e6);
+    }
+}
