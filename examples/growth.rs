@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release --example growth              # 1M -> 16M (about a minute)
 //! cargo run --release --example growth -- --quick   # 100k -> 1.6M
+//! cargo run --release --example growth -- --breakdown  # also: where lookup time goes
 //! ```
 //!
 //! Reports the false-positive rate, memory, single-thread lookup throughput (medians of 5
@@ -131,5 +132,31 @@ fn main() {
     );
     for (i, ns) in doublings {
         println!("doubling at insert {i}: that insert took {:.1} ms", ns as f64 / 1e6);
+    }
+    if std::env::args().any(|a| a == "--breakdown") {
+        breakdown(n);
+    }
+}
+
+/// Present-key lookups on four right-sized filters that separate the two costs of a
+/// growable filter: the epoch pin, and slots wider than 16 bits (128-bit bucket words).
+fn breakdown(n: usize) {
+    println!();
+    println!("Where lookup time goes ({n} items, present keys, M/s, median of 5):");
+    println!("| filter | slot bits | epoch pin | M/s |");
+    println!("|---|---|---|---|");
+    for (max, eps) in [(n, EPSILON), (2 * n, EPSILON), (n, EPSILON / 10.0), (16 * n, EPSILON)] {
+        let f =
+            CuckooFilter::builder().capacity(n).max_capacity(max).false_positive_rate(eps).build().unwrap();
+        for i in 0..n as u64 {
+            f.insert(&key(i)).expect("fits");
+        }
+        let s = f.stats();
+        let pins = if s.doublings_left > 0 { "yes" } else { "no" };
+        println!(
+            "| max_capacity {max}, ε {eps} | {} | {pins} | {:.1} |",
+            s.slot_bits,
+            lookups(&f, 0, 5_000_000.min(n as u64))
+        );
     }
 }
