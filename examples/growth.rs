@@ -17,22 +17,12 @@ use std::time::Instant;
 
 use cuckoo_gate::CuckooFilter;
 
-/// SplitMix64: distinct, well-spread u64 keys from a counter.
-fn key(i: u64) -> u64 {
-    let mut z = i.wrapping_add(0x9E37_79B9_7F4A_7C15).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+mod common;
+use common::{key, median};
 
 /// Keys `[0, n)` are inserted; absent keys come from `[1 << 62, ...)`.
 const ABSENT: u64 = 1 << 62;
 const EPSILON: f64 = 0.001;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
 
 /// Million lookups per second over `keys` lookups starting at `first`, median of 5.
 fn lookups(f: &CuckooFilter, first: u64, keys: u64) -> f64 {

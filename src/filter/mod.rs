@@ -102,6 +102,18 @@ impl Tables {
     }
 }
 
+impl From<Table<u64>> for Tables {
+    fn from(table: Table<u64>) -> Self {
+        Tables::Narrow(table)
+    }
+}
+
+impl From<Table<u128>> for Tables {
+    fn from(table: Table<u128>) -> Self {
+        Tables::Wide(table)
+    }
+}
+
 /// A concurrent cuckoo filter: an approximate set of keys with deletion.
 ///
 /// `contains` never misses a key that was inserted and not removed (no false negatives),
@@ -282,29 +294,16 @@ impl CuckooFilter {
             let oom = || InsertError::OutOfMemory {
                 bytes: table::table_bytes(geometry.doubled(), stripes).unwrap_or(usize::MAX),
             };
-            let new = match old {
-                Tables::Narrow(t) => Tables::Narrow(t.allocate_doubled(stripes).map_err(|()| oom())?),
-                Tables::Wide(t) => Tables::Wide(t.allocate_doubled(stripes).map_err(|()| oom())?),
-            };
-            // Deliberately wrong under `skip_freeze` (for the loom suite): copy without
-            // freezing, so a write racing the copy can be lost.
-            let freeze = !cfg!(cuckoo_gate_broken = "skip_freeze");
-            match (old, &new) {
-                (Tables::Narrow(old), Tables::Narrow(new)) => {
-                    if freeze {
-                        old.freeze();
-                    }
-                    old.split_into(new);
+            Ok(Some(with_table!(old, t => {
+                let new = t.allocate_doubled(stripes).map_err(|()| oom())?;
+                // Deliberately wrong under `skip_freeze` (for the loom suite): copy without
+                // freezing, so a write racing the copy can be lost.
+                if !cfg!(cuckoo_gate_broken = "skip_freeze") {
+                    t.freeze();
                 }
-                (Tables::Wide(old), Tables::Wide(new)) => {
-                    if freeze {
-                        old.freeze();
-                    }
-                    old.split_into(new);
-                }
-                _ => unreachable!("a doubling keeps the slot width"),
-            }
-            Ok(Some(new))
+                t.split_into(&new);
+                Tables::from(new)
+            })))
         })
     }
 
