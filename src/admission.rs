@@ -16,10 +16,12 @@
 //! new key, exactly one is told "first sighting".
 
 use std::hash::Hash;
+use std::io::{Read, Write};
 
 use crate::error::BuildError;
 use crate::filter::CuckooFilter;
 use crate::primitive::{AtomicU64, AtomicUsize, Ordering, RwLock};
+use crate::snapshot::{Decoder, Encoder, Kind, SnapshotError};
 
 /// Default false-positive rate of the gate: 1% of one-hit wonders slip through as "seen".
 pub const DEFAULT_GATE_FALSE_POSITIVE_RATE: f64 = 0.01;
@@ -243,6 +245,93 @@ impl SeenBefore {
         generations.current = older;
         self.recorded.store(0, Ordering::Relaxed);
         self.rotations.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Writes a snapshot of the gate (both generations and the aging state) to `writer`;
+    /// [`SeenBefore::restore`] reads it back. The format is the filter's (see
+    /// [`CuckooFilter::snapshot`]), twice, after the gate's own fields.
+    ///
+    /// Consistency: each generation is snapshotted at one instant, as a filter is, and no
+    /// rotation runs meanwhile, so every key recorded before the call is in the snapshot.
+    /// `contains` and `check_and_record` keep running (recordings pause while each
+    /// generation is copied to memory), except behind a rotation that waits for the
+    /// snapshot to finish.
+    ///
+    /// # Errors
+    ///
+    /// Whatever `writer` returns.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::SeenBefore;
+    ///
+    /// let gate = SeenBefore::builder().capacity(1_000).build().unwrap();
+    /// gate.record("/index.html");
+    /// let mut bytes = Vec::new();
+    /// gate.snapshot(&mut bytes)?;
+    ///
+    /// let restarted = SeenBefore::restore(&mut bytes.as_slice()).unwrap();
+    /// assert!(restarted.check_and_record("/index.html")); // remembered across the restart
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn snapshot<W: Write + ?Sized>(&self, writer: &mut W) -> std::io::Result<()> {
+        let generations = self.generations.read();
+        let mut e = Encoder::new(writer, Kind::Gate)?;
+        e.usize(self.capacity)?;
+        // At `capacity` a rotation is due (and waits for this read lock): restore the gate
+        // one recording short of it, so its next recording rotates.
+        e.usize(self.recorded.load(Ordering::Relaxed).min(self.capacity - 1))?;
+        e.u64(self.rotations.load(Ordering::Relaxed))?;
+        e.u8(generations.current as u8)?;
+        for filter in &generations.filters {
+            filter.snapshot(&mut e)?;
+        }
+        e.finish()
+    }
+
+    /// Reads a gate written by [`SeenBefore::snapshot`]: it remembers what the snapshotted
+    /// gate remembered, and ages from where it was.
+    ///
+    /// # Errors
+    ///
+    /// As [`CuckooFilter::restore`], and [`SnapshotError::Inconsistent`] if the gate's
+    /// fields contradict its filters.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::{SeenBefore, SnapshotError};
+    ///
+    /// let err = SeenBefore::restore(&mut &b"not a snapshot"[..]).unwrap_err();
+    /// assert!(matches!(err, SnapshotError::BadMagic));
+    /// ```
+    pub fn restore<R: Read + ?Sized>(reader: &mut R) -> Result<SeenBefore, SnapshotError> {
+        let mut d = Decoder::new(reader, Kind::Gate)?;
+        let capacity = d.usize("gate capacity")?;
+        let recorded = d.usize("recordings")?;
+        let rotations = d.u64()?;
+        let current = d.u8()?;
+        let filters = [CuckooFilter::restore(&mut d)?, CuckooFilter::restore(&mut d)?];
+        d.finish()?;
+        if capacity == 0 || recorded >= capacity || current > 1 {
+            return Err(SnapshotError::inconsistent("gate capacity, recordings or current generation"));
+        }
+        let built_for = |f: &CuckooFilter| {
+            let stats = f.stats();
+            stats.doublings_left == 0 && stats.doublings == 0 && f.is_sized_for(capacity)
+        };
+        if !filters.iter().all(built_for)
+            || filters[0].false_positive_rate() != filters[1].false_positive_rate()
+        {
+            return Err(SnapshotError::inconsistent("gate filters not built for the gate's capacity"));
+        }
+        Ok(SeenBefore {
+            generations: RwLock::new(Generations { filters, current: current.into() }),
+            recorded: AtomicUsize::new(recorded),
+            capacity,
+            rotations: AtomicU64::new(rotations),
+        })
     }
 
     /// Counters and size.

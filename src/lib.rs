@@ -69,6 +69,9 @@
 //! * Across a doubling: every write completes either in the old table before its stripes
 //!   freeze (and so is copied) or in the new table after it is published; a lookup reads
 //!   whichever table it loaded, and both hold every key present when it started.
+//! * A snapshot ([`CuckooFilter::snapshot`]) freezes the table as a doubling does, copies
+//!   it and thaws it: it holds the contents of one instant, lookups never block, and
+//!   writers pause for the copy (not the I/O).
 //! * The only `unsafe` code is in `src/filter/current.rs` (the epoch-protected pointer),
 //!   each block with its safety argument.
 //!
@@ -86,6 +89,14 @@
 //! protected segment is entered by a second request). The gate forgets keys the cache admits and records
 //! keys it evicts, so a returning evicted key is admitted at once.
 //!
+//! ## Snapshots
+//!
+//! [`CuckooFilter::snapshot`] and [`SeenBefore::snapshot`] write a versioned,
+//! checksummed, little-endian image (format in `src/snapshot.rs`); `restore` reads it back
+//! on any machine whose build hashes the same, so a restarted CDN node keeps its
+//! "seen-before" history. Restoring untrusted bytes returns a [`SnapshotError`], never
+//! panics, and allocates only as the stream delivers data (`fuzz/` fuzzes it).
+//!
 //! ## Features and their costs
 //!
 //! | feature | cost |
@@ -97,6 +108,7 @@
 //! | striped writers | 32 bytes per stripe (version, item, relocation and removal counts), up to 1024 stripes |
 //! | admission gate | two filters of `gate_capacity` keys (default 16 × the cache capacity, about 42 bytes per cache entry at ε = 1%) |
 //! | `metrics` feature (default) | nothing on the hot path; `publish_metrics()` sums per-stripe and per-shard counters (see the table in `src/metrics.rs` and the README) |
+//! | snapshots | a transient copy of the table while writing one (writers pause for the copy); twice the table while restoring |
 //! | sharded LRU | a hash-map entry and two `u32` links per cached entry; one lock per shard |
 #![warn(missing_docs, unsafe_op_in_unsafe_fn, unreachable_pub)]
 #![deny(unsafe_code)]
@@ -108,6 +120,7 @@ mod filter;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod primitive;
+mod snapshot;
 
 pub use admission::{GateStats, SeenBefore, SeenBeforeBuilder, DEFAULT_GATE_FALSE_POSITIVE_RATE};
 pub use cache::{
@@ -115,6 +128,7 @@ pub use cache::{
     DEFAULT_PROBATION_WINDOW,
 };
 pub use error::{BuildError, InsertError};
+pub use snapshot::SnapshotError;
 
 /// The README's examples, compiled and run as doc tests.
 #[doc = include_str!("../README.md")]

@@ -16,7 +16,7 @@ pub(crate) const TARGET_LOAD_PERCENT: u128 = 95;
 
 /// Most stripes chosen by default: enough that writers on a few dozen cores rarely meet,
 /// and few enough (32 KiB) that the stamps stay in cache.
-const DEFAULT_MAX_STRIPES: usize = 1024;
+pub(crate) const DEFAULT_MAX_STRIPES: usize = 1024;
 
 /// Doublings allowed when no `max_capacity` is given: the filter may grow to 16 times its
 /// capacity, at 4 bits per slot.
@@ -26,6 +26,13 @@ pub const DEFAULT_DOUBLINGS: u32 = 4;
 /// [`DEFAULT_MAX_STRIPES`].
 pub(crate) fn default_stripes(buckets: usize) -> usize {
     buckets.div_ceil(GROUP).next_power_of_two().min(DEFAULT_MAX_STRIPES)
+}
+
+/// Buckets of a table built for `capacity` items (at least 2), or `None` if the count
+/// overflows `usize`.
+pub(crate) fn buckets_for(capacity: usize) -> Option<usize> {
+    let buckets = (capacity as u128 * 100).div_ceil(SLOTS as u128 * TARGET_LOAD_PERCENT);
+    usize::try_from(buckets.max(2)).ok()
 }
 
 /// Configures a [`CuckooFilter`]. Made by [`CuckooFilter::builder`].
@@ -171,8 +178,7 @@ impl FilterBuilder {
             return Err(BuildError::ZeroCapacity);
         }
         let too_large = BuildError::CapacityTooLarge { capacity: self.capacity };
-        let buckets = (self.capacity as u128 * 100).div_ceil(SLOTS as u128 * TARGET_LOAD_PERCENT);
-        let buckets = usize::try_from(buckets.max(2)).map_err(|_| too_large.clone())?;
+        let buckets = buckets_for(self.capacity).ok_or(too_large.clone())?;
         let stripes = match self.stripes {
             Some(s) if s.is_power_of_two() => Some(s),
             Some(s) => return Err(BuildError::InvalidStripes { stripes: s }),

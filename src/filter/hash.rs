@@ -93,6 +93,32 @@ impl Geometry {
         Geometry { base_buckets: buckets, level: 0, extension_bits, fingerprint_bits }
     }
 
+    /// A geometry read from a snapshot: `None` unless it is one that [`Geometry::new`] and
+    /// [`Geometry::doubled`] could have made, with the fully grown bucket count in `usize`.
+    pub(crate) fn restored(
+        base_buckets: usize,
+        fingerprint_bits: u32,
+        extension_bits: u32,
+        level: u32,
+    ) -> Option<Self> {
+        let valid = base_buckets >= 2
+            && fingerprint_bits >= 1
+            && fingerprint_bits + extension_bits < MAX_SLOT_BITS
+            && level <= extension_bits
+            && base_buckets.checked_mul(1usize.checked_shl(extension_bits)?).is_some();
+        valid.then_some(Geometry { base_buckets, level, extension_bits, fingerprint_bits })
+    }
+
+    /// Buckets when built, before any doubling.
+    pub(crate) fn base_buckets(&self) -> usize {
+        self.base_buckets
+    }
+
+    /// Doublings allowed when built (one extension bit per slot each).
+    pub(crate) fn extension_bits(&self) -> u32 {
+        self.extension_bits
+    }
+
     /// The same filter after one more doubling (`level < extension_bits`, and the doubled
     /// bucket count fits in `usize`: the builder checks both for the largest level).
     pub(crate) fn doubled(&self) -> Self {
@@ -189,6 +215,22 @@ impl Geometry {
         (other, value ^ 1)
     }
 
+    /// Whether `value` could have been stored in `bucket` by this table: a non-zero
+    /// fingerprint, and extension bits that agree with the low `L` bits of the entry's
+    /// first bucket (for restoring untrusted snapshots). `value` has at most `slot_bits`.
+    pub(crate) fn holds(&self, bucket: usize, value: u64) -> bool {
+        if value >> (1 + self.extension_bits) == 0 {
+            return false;
+        }
+        if self.level == 0 {
+            return true;
+        }
+        let first = if value & 1 == 0 { bucket } else { self.other(bucket, value).0 };
+        let low_bits = (1 << self.level) - 1;
+        let implied = (value >> 1) >> (self.extension_bits - self.level);
+        first & low_bits == implied as usize & low_bits
+    }
+
     /// Where the entry stored as `value` in `bucket` goes when this table doubles (its
     /// value stays the same). Needs `doublings_left() > 0`.
     #[inline]
@@ -251,6 +293,23 @@ mod tests {
             prop_assert_eq!(g.split(before.i1, before.v1), after.i1);
             prop_assert_eq!(g.split(before.i2, before.v2()), after.i2);
             prop_assert_eq!(g.doubled().buckets(), 2 * g.buckets());
+        }
+
+        /// Snapshot validation accepts every real entry where it may sit, and rejects an
+        /// entry moved to a bucket whose low bits contradict its extension bits.
+        #[test]
+        fn holds_accepts_real_entries(buckets in 2usize..1 << 30, fbits in 1u32..=20, ext in 1u32..8, level in 0u32..8, hash in any::<u64>()) {
+            let mut g = Geometry::new(buckets, fbits, ext);
+            for _ in 0..level % (ext + 1) {
+                g = g.doubled();
+            }
+            let p = g.probe(hash);
+            prop_assert!(g.holds(p.i1, p.v1) && g.holds(p.i2, p.v2()));
+            prop_assert_eq!(Geometry::restored(buckets, fbits, ext, g.level()), Some(g));
+            if g.level() > 0 {
+                prop_assert!(!g.holds(p.i1 ^ 1, p.v1));
+            }
+            prop_assert!(!g.holds(p.i1, 1));
         }
     }
 }

@@ -8,6 +8,7 @@
 //! * `ops.rs`: insert, remove and lookups on one table.
 //! * `current.rs`: the epoch-protected pointer to the current table.
 //! * `builder.rs`: configuration and sizing.
+//! * `snapshot.rs`: saving and restoring a filter (the format is in `crate::snapshot`).
 //!
 //! # Growth
 //!
@@ -42,12 +43,24 @@
 //! the old pointer answers from the old table's state at some point during its run, as a
 //! lookup must.
 
+/// Runs `$body` with `$t` bound to the table, whichever its word type (defined before the
+/// modules so that they can use it too).
+macro_rules! with_table {
+    ($tables:expr, $t:ident => $body:expr) => {
+        match $tables {
+            Tables::Narrow($t) => $body,
+            Tables::Wide($t) => $body,
+        }
+    };
+}
+
 mod bucket;
 mod builder;
 mod current;
 mod hash;
 mod ops;
 mod relocate;
+mod snapshot;
 mod stripe;
 mod table;
 
@@ -62,6 +75,7 @@ use self::stripe::Frozen;
 use self::table::Table;
 use crate::error::InsertError;
 use crate::primitive::{AtomicU64, Mutex, Ordering};
+use crate::snapshot::SnapshotError;
 
 pub use self::builder::{FilterBuilder, DEFAULT_DOUBLINGS, DEFAULT_FALSE_POSITIVE_RATE};
 
@@ -73,24 +87,28 @@ pub(crate) enum Tables {
     Wide(Table<u128>),
 }
 
-/// Runs `$body` with `$t` bound to the table, whichever its word type.
-macro_rules! with_table {
-    ($tables:expr, $t:ident => $body:expr) => {
-        match $tables {
-            Tables::Narrow($t) => $body,
-            Tables::Wide($t) => $body,
-        }
-    };
-}
-
 impl Tables {
     /// An empty table of this shape, `Err` if its memory is refused.
     pub(crate) fn new(geometry: Geometry, stripes: usize) -> Result<Self, ()> {
-        if SLOTS as u32 * geometry.slot_bits() <= u64::BITS {
+        if Self::narrow(geometry) {
             Table::new(geometry, stripes).map(Tables::Narrow)
         } else {
             Table::new(geometry, stripes).map(Tables::Wide)
         }
+    }
+
+    /// A table holding `words` read back from a snapshot (see [`Table::from_words`]).
+    fn from_words(geometry: Geometry, stripes: usize, words: &[u64]) -> Result<Self, SnapshotError> {
+        if Self::narrow(geometry) {
+            Table::from_words(geometry, stripes, words).map(Tables::Narrow)
+        } else {
+            Table::from_words(geometry, stripes, words).map(Tables::Wide)
+        }
+    }
+
+    /// Whether a bucket of this geometry fits in a `u64`.
+    fn narrow(geometry: Geometry) -> bool {
+        SLOTS as u32 * geometry.slot_bits() <= u64::BITS
     }
 
     fn geometry(&self) -> &Geometry {
@@ -558,7 +576,7 @@ impl CuckooFilter {
         let load_factor = len as f64 / capacity as f64;
         FilterStats {
             len,
-            inserts: len as u64 + removes,
+            inserts: (len as u64).wrapping_add(removes),
             removes,
             capacity,
             load_factor,
@@ -610,6 +628,12 @@ impl CuckooFilter {
         for _ in 0..2 {
             crate::primitive::epoch::pin().flush();
         }
+    }
+
+    /// Whether this filter's table, before any doubling, is the one the builder sizes for
+    /// `capacity` items (for checking a restored gate).
+    pub(crate) fn is_sized_for(&self, capacity: usize) -> bool {
+        Some(self.geometry().base_buckets()) == builder::buckets_for(capacity)
     }
 
     /// The current table's geometry.

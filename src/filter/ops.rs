@@ -3,8 +3,8 @@
 //! Every write happens under [`Table::lock_pair`] of the key's two buckets, so the
 //! check-then-act of `insert_unique` and `remove` is atomic; lookups go through
 //! [`Table::read_pair`] and take no lock. A write that meets a frozen stripe returns
-//! `Frozen` having changed nothing the key depends on, and the filter repeats it on the
-//! doubled table.
+//! `Frozen` having changed nothing the key depends on, and the filter repeats it once the
+//! doubling (or snapshot) that froze the table is done.
 
 use super::bucket::{Word, SLOTS};
 use super::hash::Probe;
@@ -19,7 +19,7 @@ pub(crate) enum Refused {
     Full,
     /// Both buckets hold the key's value in every slot.
     TooManyCopies,
-    /// The table is being retired by a doubling.
+    /// The table is frozen by a doubling or a snapshot.
     Frozen,
 }
 

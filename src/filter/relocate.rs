@@ -118,7 +118,7 @@ fn path_to(nodes: &[Node], mut at: usize) -> Path {
 
 /// Executes `path` from its end backwards. Returns whether every hop was made; on `false`
 /// a concurrent writer changed a bucket on the path and the caller searches again.
-/// `Err(Frozen)` if the table is being retired (the hops made so far stay valid).
+/// `Err(Frozen)` if the table is frozen (the hops made so far stay valid).
 pub(crate) fn execute<W: Word>(table: &Table<W>, path: &Path) -> Result<bool, Frozen> {
     let lanes = table.lanes();
     for hop in path.hops().iter().rev() {

@@ -25,16 +25,23 @@
 //! their validation always succeeds; [`Stripe::lock`] refuses it, telling the writer to
 //! move to the new table. Once every stripe is frozen the old table is immutable.
 //!
+//! A snapshot freezes the same way, copies the immutable table, and then thaws every
+//! stripe ([`Stripe::thaw`]). Writers that met a frozen stripe meanwhile wait on the
+//! filter's growth lock, which the snapshot holds, and redo their operation on the same
+//! table once it is released.
+//!
 //! Besides the version, each stripe keeps the counters that writers update while they hold
 //! it (items stored in its buckets, relocations), so writers never contend on a global
-//! counter; readers of the totals sum over the stripes.
+//! counter; readers of the totals sum over the stripes. The counters wrap at 2^64 rather
+//! than overflow (unreachable by counting, but a restored snapshot may start them anywhere).
 
 use crate::primitive::{AtomicU64, AtomicUsize, Backoff, Ordering};
 
 /// Version bit marking a stripe of a retired table (see the module docs).
 const FROZEN: u64 = 1 << 63;
 
-/// [`Stripe::lock`] refused: the table is being replaced by a larger one.
+/// [`Stripe::lock`] refused: the table is being replaced by a larger one, or copied by a
+/// snapshot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Frozen;
 
@@ -84,7 +91,7 @@ impl Stripe {
     /// it. Every successful `lock` must be paired with one [`Stripe::unlock`].
     ///
     /// `Err(Frozen)` if the stripe is frozen (or becomes frozen while this waits): its table
-    /// is retired and the caller must move to the new one.
+    /// is being retired or copied, and the caller must wait for the growth lock and retry.
     pub(crate) fn lock(&self) -> Result<(), Frozen> {
         let mut backoff = Backoff::new();
         loop {
@@ -105,13 +112,21 @@ impl Stripe {
     }
 
     /// Locks the stripe (waiting for its writer) and unlocks it frozen: no writer can take
-    /// it again, and readers see a stable even version. Called once per stripe, by the
-    /// grower, which holds the filter's growth lock.
+    /// it again, and readers see a stable even version. Called by the grower or a
+    /// snapshot, which hold the filter's growth lock.
     pub(crate) fn freeze(&self) {
         let locked = self.lock();
         debug_assert!(locked.is_ok(), "a stripe frozen twice");
         let version = self.version.load(Ordering::Relaxed);
         self.version.store((version + 1) | FROZEN, Ordering::Release);
+    }
+
+    /// Undoes [`Stripe::freeze`] (a snapshot is done copying): writers may lock the stripe
+    /// again. The version stays even and moves on, so no reader's stamp is fooled.
+    pub(crate) fn thaw(&self) {
+        let version = self.version.load(Ordering::Relaxed);
+        debug_assert!(version & FROZEN != 0, "thaw of a stripe that is not frozen");
+        self.version.store(version & !FROZEN, Ordering::Release);
     }
 
     /// Releases the write lock taken by [`Stripe::lock`].
@@ -130,13 +145,13 @@ impl Stripe {
     /// Counts `n` relocations; the caller holds the lock (or the table is not yet shared).
     pub(crate) fn add_relocations(&self, n: u64) {
         let relocations = self.relocations.load(Ordering::Relaxed);
-        self.relocations.store(relocations + n, Ordering::Relaxed);
+        self.relocations.store(relocations.wrapping_add(n), Ordering::Relaxed);
     }
 
     /// Counts `n` removals; the caller holds the lock.
     pub(crate) fn add_removes(&self, n: u64) {
         let removes = self.removes.load(Ordering::Relaxed);
-        self.removes.store(removes + n, Ordering::Relaxed);
+        self.removes.store(removes.wrapping_add(n), Ordering::Relaxed);
     }
 
     /// Empties the item count into the removal count (for `clear`); the caller holds the lock.

@@ -17,6 +17,7 @@ use super::bucket::{Lanes, Word, SLOTS};
 use super::hash::Geometry;
 use super::stripe::{Frozen, Stripe};
 use crate::primitive::{fence, spin_hint, AtomicU64, Ordering};
+use crate::snapshot::SnapshotError;
 
 /// Buckets per stripe group: 16 buckets of 4 slots of `s` bits are exactly `s` words.
 pub(crate) const GROUP: usize = 16;
@@ -54,7 +55,8 @@ pub(crate) fn table_bytes(geometry: Geometry, stripes: usize) -> Option<usize> {
     words.checked_mul(8)?.checked_add(stripes.checked_mul(std::mem::size_of::<Stripe>())?)
 }
 
-fn word_count(geometry: Geometry) -> Option<usize> {
+/// Words a table of this shape holds, padding included, or `None` on overflow.
+pub(crate) fn word_count(geometry: Geometry) -> Option<usize> {
     let bits = geometry.buckets().checked_mul(SLOTS * geometry.slot_bits() as usize)?;
     bits.div_ceil(64).checked_add(PADDING_WORDS)
 }
@@ -107,9 +109,9 @@ impl<W: Word> Table<W> {
     /// items, so an insert racing with this call can only raise `items + removes`.
     pub(crate) fn totals(&self) -> Totals {
         self.stripes.iter().fold(Totals::default(), |mut t, stripe| {
-            t.removes += stripe.removes();
+            t.removes = t.removes.wrapping_add(stripe.removes());
             t.items += stripe.items();
-            t.relocations += stripe.relocations();
+            t.relocations = t.relocations.wrapping_add(stripe.relocations());
             t
         })
     }
@@ -136,9 +138,9 @@ impl<W: Word> Table<W> {
     /// Lock-free while writers leave the two stripes alone: stamps are taken, the buckets
     /// loaded, the stamps re-checked, and the read retried if a writer came between. After
     /// [`OPTIMISTIC_TRIES`] failed attempts the reader takes both locks, so it cannot starve.
-    /// If the table is being frozen for a doubling the locks are refused; frozen stripes
-    /// never change, so the optimistic reads then succeed as soon as the grower has
-    /// frozen both stripes.
+    /// If the table is being frozen (for a doubling or a snapshot) the locks are refused;
+    /// frozen stripes do not change, so the optimistic reads then succeed as soon as both
+    /// stripes are frozen.
     #[inline]
     pub(crate) fn read_pair<R>(&self, i1: usize, i2: usize, f: impl FnOnce(W, W) -> R) -> R {
         let (a, b) = (&self.stripes[self.stripe_of(i1)], &self.stripes[self.stripe_of(i2)]);
@@ -169,7 +171,7 @@ impl<W: Word> Table<W> {
 
     /// Locks the stripes of buckets `i1` and `i2` (once if they share one), lowest index
     /// first so that two writers can never wait on each other. Blocks while another writer
-    /// holds either stripe. `Err(Frozen)`, holding nothing, if the table is retired.
+    /// holds either stripe. `Err(Frozen)`, holding nothing, if the table is frozen.
     pub(crate) fn lock_pair(&self, i1: usize, i2: usize) -> Result<Locked<'_, W>, Frozen> {
         let (x, y) = (self.stripe_of(i1), self.stripe_of(i2));
         let (first, second) = (x.min(y), x.max(y));
@@ -185,7 +187,7 @@ impl<W: Word> Table<W> {
 
     /// Locks every stripe in index order, then zeroes the table. Blocks until every writer
     /// in progress is done; optimistic readers overlapping it retry. `Err(Frozen)`,
-    /// having changed nothing, if the table is retired.
+    /// having changed nothing, if the table is frozen.
     pub(crate) fn clear(&self) -> Result<(), Frozen> {
         for (locked, stripe) in self.stripes.iter().enumerate() {
             if let Err(frozen) = stripe.lock() {
@@ -216,6 +218,54 @@ impl<W: Word> Table<W> {
         self.stripes.iter().for_each(Stripe::freeze);
     }
 
+    /// Lets writers in again after [`Table::freeze`] (a snapshot has copied the table).
+    pub(crate) fn thaw(&self) {
+        self.stripes.iter().for_each(Stripe::thaw);
+    }
+
+    /// The words, padding included: a consistent copy while the table is frozen.
+    pub(crate) fn copy_words(&self) -> Vec<u64> {
+        self.words.iter().map(|word| word.load(Ordering::Relaxed)).collect()
+    }
+
+    /// A table holding `words`, as [`Table::copy_words`] gave them (read back from a
+    /// snapshot), with `stripes` stripes, which count their items afresh. Checks that a
+    /// table of this geometry could have written them: the count, zero bits after the last
+    /// bucket, and every entry valid where it sits ([`Geometry::holds`]).
+    pub(crate) fn from_words(
+        geometry: Geometry,
+        stripes: usize,
+        words: &[u64],
+    ) -> Result<Self, SnapshotError> {
+        let used_bits = geometry.buckets() * SLOTS * geometry.slot_bits() as usize;
+        let (full, rest) = (used_bits / 64, (used_bits % 64) as u32);
+        if word_count(geometry) != Some(words.len()) {
+            return Err(SnapshotError::inconsistent("word count does not match the geometry"));
+        }
+        let tail_in_use = if rest == 0 { 0 } else { words[full] >> rest };
+        if tail_in_use != 0 || words[full + 1..].iter().any(|&w| w != 0) {
+            return Err(SnapshotError::inconsistent("bits set after the last bucket"));
+        }
+        let bytes = table_bytes(geometry, stripes).unwrap_or(usize::MAX);
+        let table = Table::new(geometry, stripes).map_err(|()| SnapshotError::OutOfMemory { bytes })?;
+        for (word, &value) in table.words.iter().zip(words) {
+            word.store(value, Ordering::Relaxed);
+        }
+        for bucket in 0..geometry.buckets() {
+            let contents = table.load_bucket(bucket);
+            for lane in 0..SLOTS {
+                let value = table.lanes.lane(contents, lane);
+                if value != 0 {
+                    if !geometry.holds(bucket, value) {
+                        return Err(SnapshotError::inconsistent("an entry that cannot sit in its bucket"));
+                    }
+                    table.stripes[table.stripe_of(bucket)].add_items(1);
+                }
+            }
+        }
+        Ok(table)
+    }
+
     /// Fills the empty table `new` (this table doubled, not yet visible to any other
     /// thread) with this frozen table's entries: each bucket splits into its two children
     /// (see `hash.rs`), so nothing is relocated and nothing can overflow. The counters carry
@@ -235,9 +285,14 @@ impl<W: Word> Table<W> {
                 }
             }
         }
-        let totals = self.totals();
-        new.stripes[0].add_removes(totals.removes);
-        new.stripes[0].add_relocations(totals.relocations);
+        new.carry_counters(self.totals());
+    }
+
+    /// Adds the removals and relocations of `totals` (a predecessor's, or a snapshot's) to
+    /// this table's first stripe. The table is not yet shared.
+    pub(crate) fn carry_counters(&self, totals: Totals) {
+        self.stripes[0].add_removes(totals.removes);
+        self.stripes[0].add_relocations(totals.relocations);
     }
 
     /// Writes `value` into slot `lane` of `bucket`. The caller holds the bucket's stripe.
