@@ -35,7 +35,8 @@ fn writer_worst(filter: &CuckooFilter, first: u64, stop: &AtomicBool) -> Duratio
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: u64 = if std::env::args().any(|a| a == "--quick") { 1_000_000 } else { 10_000_000 };
-    let filter = CuckooFilter::builder().capacity(n as usize * 2).max_capacity(n as usize * 2).seed(1).build()?;
+    let filter =
+        CuckooFilter::builder().capacity(n as usize * 2).max_capacity(n as usize * 2).seed(1).build()?;
     (0..n).try_for_each(|i| filter.insert(&key(i)))?;
     let path = std::env::temp_dir().join(format!("cuckoo-gate-snapshot-{}.bin", std::process::id()));
 
@@ -57,7 +58,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let present_ok = (0..n).all(|i| restored.contains(&key(i)));
     let absent_same = (n..n + 1_000_000).all(|i| restored.contains(&key(i)) == filter.contains(&key(i)));
-    println!("filter: {n} keys, ε = 0.1%, {:.1} MiB in memory", filter.memory_usage() as f64 / (1 << 20) as f64);
+    println!(
+        "filter: {n} keys, ε = 0.1%, {:.1} MiB in memory",
+        filter.memory_usage() as f64 / (1 << 20) as f64
+    );
     println!(
         "snapshot to a file: {:.1} ms, restore: {:.1} ms (medians of 5); {bytes} bytes = {:.2} bytes per key",
         median(saves),

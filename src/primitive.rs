@@ -102,6 +102,23 @@ mod imp {
 
 pub(crate) use imp::*;
 
+/// Asks the CPU to start loading the cache line holding `word` (a hint: no effect on what
+/// any load returns). A no-op under loom and on targets without a prefetch instruction.
+#[inline(always)]
+#[allow(unsafe_code)]
+pub(crate) fn prefetch(word: &AtomicU64) {
+    #[cfg(all(target_arch = "x86_64", not(cuckoo_gate_loom)))]
+    // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 CPU has (it is in the target's
+    // baseline). A prefetch never faults and never reads memory into a Rust value, so any
+    // address is sound; this one is a live reference's.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>((word as *const AtomicU64).cast::<i8>());
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(cuckoo_gate_loom))))]
+    let _ = word;
+}
+
 /// Epoch-based reclamation of retired tables. Built with `--cfg crossbeam_loom` (which the
 /// loom runs pass beside `cuckoo_gate_loom`), crossbeam-epoch uses loom's primitives too.
 pub(crate) use crossbeam_epoch as epoch;

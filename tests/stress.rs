@@ -192,13 +192,20 @@ fn growth_under_concurrency_never_misses_a_present_key() {
                     if stored == 0 {
                         continue;
                     }
-                    let i = rng.below(stored);
+                    // Odd readers look up a batch of keys with `contains_batch`.
+                    let batch = if r % 2 == 1 { cuckoo_gate::BATCH } else { 1 };
+                    let picks: Vec<u64> = (0..batch).map(|_| rng.below(stored)).collect();
+                    let keys: Vec<u64> = picks.iter().map(|&i| key(w, i)).collect();
+                    let mut found = vec![false; batch];
+                    filter.contains_batch(&keys, &mut found);
                     // Even keys may be removed once their writer has started removing; a
                     // miss seen before that (the flag is read after the lookup) is a bug.
-                    let found = filter.contains(&key(w, i));
-                    let excused = i % 2 == 0 && removing[w as usize].load(Ordering::Acquire);
-                    assert!(found || excused, "false negative for writer {w}'s key {i}");
-                    checks += 1;
+                    let removing = removing[w as usize].load(Ordering::Acquire);
+                    for (&i, &found) in picks.iter().zip(&found) {
+                        let excused = i % 2 == 0 && removing;
+                        assert!(found || excused, "false negative for writer {w}'s key {i}");
+                    }
+                    checks += batch as u64;
                 }
                 checks
             })

@@ -16,7 +16,7 @@
 use super::bucket::{Lanes, Word, SLOTS};
 use super::hash::Geometry;
 use super::stripe::{Frozen, Stripe};
-use crate::primitive::{fence, spin_hint, AtomicU64, Ordering};
+use crate::primitive::{fence, prefetch, spin_hint, AtomicU64, Ordering};
 use crate::snapshot::SnapshotError;
 
 /// Buckets per stripe group: 16 buckets of 4 slots of `s` bits are exactly `s` words.
@@ -131,6 +131,15 @@ impl<W: Word> Table<W> {
         let words = &self.words[w..w + PADDING_WORDS + 1];
         let (w0, w1) = (words[0].load(Ordering::Relaxed), words[1].load(Ordering::Relaxed));
         W::window(w0, w1, || words[2].load(Ordering::Relaxed), shift, bucket_bits) & self.lanes.bucket_mask()
+    }
+
+    /// Starts loading bucket `bucket` into the cache (see [`prefetch`]): its first word, and
+    /// the next, which holds the rest of the bucket when it straddles a boundary.
+    #[inline]
+    pub(crate) fn prefetch_bucket(&self, bucket: usize) {
+        let word = bucket * self.lanes.bucket_bits() as usize / 64;
+        prefetch(&self.words[word]);
+        prefetch(&self.words[word + 1]);
     }
 
     /// Reads buckets `i1` and `i2` as of one instant and applies `f` to them.

@@ -265,6 +265,32 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+#[test]
+fn contains_batch_agrees_with_contains() {
+    // Narrow (13-bit) and wide (23-bit) slots, fixed-size and grown, batches of every
+    // length around the group size.
+    for (eps, max) in [(0.001, 20_000), (0.001, 80_000), (1e-6, 20_000), (1e-6, 80_000)] {
+        let f = CuckooFilter::builder()
+            .capacity(20_000)
+            .max_capacity(max)
+            .false_positive_rate(eps)
+            .seed(3)
+            .build()
+            .unwrap();
+        let stored = if max > 20_000 { 60_000u64 } else { 18_000 };
+        (0..stored).for_each(|k| f.insert(&k).unwrap());
+        let keys: Vec<u64> = (0..stored + 20_000).rev().collect();
+        for len in [0, 1, BATCH - 1, BATCH, BATCH + 1, keys.len()] {
+            let mut found = vec![false; len];
+            f.contains_batch(&keys[..len], &mut found);
+            for (k, found) in keys[..len].iter().zip(found) {
+                assert_eq!(found, f.contains(k), "key {k}, eps {eps}, max {max}");
+                assert!(found || *k >= stored, "batch missed key {k}");
+            }
+        }
+    }
+}
+
 proptest! {
     /// Against a multiset: present keys are always found, counts never undercount, and
     /// with 31-bit fingerprints (collisions ~1e-9) the filter behaves exactly like the model.
