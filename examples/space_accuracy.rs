@@ -73,7 +73,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             drop(atomic);
 
             let bloom = fastbloom::AtomicBloomFilter::with_false_pos(eps).seed(&1).expected_items(n as usize);
-            (0..n).for_each(|i| drop(bloom.insert(&key(i))));
+            (0..n).for_each(|i| {
+                bloom.insert(&key(i));
+            });
             row(Some(eps), n, "fastbloom 0.17", measure(n, bloom.num_bits() / 8, |k| bloom.contains(&k)));
         }
         let mut plain = cuckoofilter::CuckooFilter::<AHasher>::with_capacity(n as usize);
