@@ -107,6 +107,13 @@ impl<W: Word> Table<W> {
     /// Removes one copy of the key of `p`; whether one was found.
     pub(crate) fn remove(&self, p: Probe) -> Result<bool, Frozen> {
         let lanes = self.lanes();
+        #[cfg(cuckoo_gate_broken = "unstamped_remove")]
+        for (bucket, value) in [(p.i1, p.v1), (p.i2, p.v2())] {
+            if let Some(lane) = lanes.matches(self.load_bucket(bucket), value).lowest() {
+                self.remove_unstamped(bucket, lane);
+                return Ok(true);
+            }
+        }
         let locked = self.lock_pair(p.i1, p.i2)?;
         if let Some(lane) = lanes.matches(locked.bucket(p.i1), p.v1).lowest() {
             locked.remove(p.i1, lane);

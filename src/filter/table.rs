@@ -322,6 +322,24 @@ impl<W: Word> Table<W> {
     }
 }
 
+#[cfg(cuckoo_gate_broken = "unstamped_remove")]
+impl<W: Word> Table<W> {
+    /// Deliberately wrong (for the loom suite): a remove that skips the stripe lock, so no
+    /// stamp changes, and keeps the bucket compact by moving its last entry into the hole,
+    /// clearing it first. A reader between the two stores misses the moved key, and its
+    /// validation cannot notice.
+    pub(crate) fn remove_unstamped(&self, bucket: usize, lane: usize) {
+        let contents = self.load_bucket(bucket);
+        let last = (0..SLOTS).rev().find(|&l| self.lanes.lane(contents, l) != 0).unwrap_or(lane);
+        let moved = self.lanes.lane(contents, last);
+        self.store_lane(bucket, last, 0);
+        if last != lane {
+            self.store_lane(bucket, lane, moved);
+        }
+        self.stripes[self.stripe_of(bucket)].add_items(-1);
+    }
+}
+
 /// Proof that the stripes of one or two buckets are locked; every write goes through it.
 /// Dropping it unlocks.
 pub(crate) struct Locked<'a, W: Word> {
