@@ -5,6 +5,7 @@
 //! cargo run --release --example growth              # 1M -> 16M (about a minute)
 //! cargo run --release --example growth -- --quick   # 100k -> 1.6M
 //! cargo run --release --example growth -- --breakdown  # also: where lookup time goes
+//! cargo run --release --example growth -- --initial 4000000  # 4M -> 64M
 //! ```
 //!
 //! Reports the false-positive rate, memory, single-thread lookup throughput (medians of 5
@@ -45,8 +46,12 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
 }
 
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
-    let initial: usize = if quick { 100_000 } else { 1_000_000 };
+    let args: Vec<String> = std::env::args().collect();
+    let initial: usize = match args.iter().position(|a| a == "--initial") {
+        Some(i) => args.get(i + 1).and_then(|v| v.parse().ok()).expect("--initial takes a number of items"),
+        None if args.iter().any(|a| a == "--quick") => 100_000,
+        None => 1_000_000,
+    };
     let n = 16 * initial;
     let grown = CuckooFilter::builder()
         .capacity(initial)

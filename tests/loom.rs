@@ -283,9 +283,13 @@ fn remove_across_a_doubling() {
 
 /// Model 9: a snapshot taken while the main thread inserts `b`, which relocates `a`: the
 /// restored filter holds `a` and every other key, and `b` either fully or not at all. An
-/// insert that meets the frozen table waits, and lands afterwards.
+/// insert that meets the frozen table waits, and lands afterwards. (A relocation split
+/// into two lock holds, `split_move`, also loses `a` in the snapshot.)
 #[test]
-#[cfg_attr(cuckoo_gate_broken = "snapshot_unfrozen", should_panic(expected = "the snapshot lost"))]
+#[cfg_attr(
+    any(cuckoo_gate_broken = "snapshot_unfrozen", cuckoo_gate_broken = "split_move"),
+    should_panic(expected = "the snapshot lost")
+)]
 fn snapshot_across_a_relocation() {
     model(|| {
         let (f, a, b, others) = relocation_setup();
