@@ -24,17 +24,13 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use cuckoo_gate::AdmissionCache;
 
+#[path = "../examples/common/mod.rs"]
+mod common;
+use common::key;
+
 const OBJECTS: usize = 1_000_000;
 const CAPACITY: usize = 100_000;
 const OPS: usize = 1_000_000;
-
-/// SplitMix64.
-fn mix(i: u64) -> u64 {
-    let mut z = i.wrapping_add(0x9E37_79B9_7F4A_7C15).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 /// 4M draws from Zipf(0.99) over `OBJECTS` keys, by inverse transform sampling, made once.
 fn requests() -> &'static [u64] {
@@ -51,9 +47,9 @@ fn requests() -> &'static [u64] {
             .collect();
         (0..4 * OPS as u64)
             .map(|i| {
-                let u = (mix(i) >> 11) as f64 / (1u64 << 53) as f64;
+                let u = (key(i) >> 11) as f64 / (1u64 << 53) as f64;
                 let rank = cdf.partition_point(|&c| c < u).min(OBJECTS - 1);
-                mix(rank as u64 ^ 0xCAFE) // the object's key: spread, not its rank
+                key(rank as u64 ^ 0xCAFE) // the object's key: spread, not its rank
             })
             .collect()
     })

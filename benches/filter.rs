@@ -42,18 +42,14 @@ use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Thro
 use crossbeam_utils::CachePadded;
 use parking_lot::RwLock;
 
+#[path = "../examples/common/mod.rs"]
+mod common;
+use common::key;
+
 const ABSENT: u64 = 1 << 62;
 const EPSILON: f64 = 0.001;
 /// Lookups or removes per timed iteration.
 const OPS: u64 = 1_000_000;
-
-/// SplitMix64: distinct, well-spread keys.
-fn key(i: u64) -> u64 {
-    let mut z = i.wrapping_add(0x9E37_79B9_7F4A_7C15).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 /// Work for one thread: the filter, the thread's index, and its slice of the operations.
 type Work<'a, F> = &'a (dyn Fn(&F, usize, Range<u64>) + Sync);
