@@ -24,21 +24,24 @@ mod imp {
         }
     }
 
-    /// A reader-writer lock (`parking_lot`'s).
+    /// A reader-writer lock for data read on every operation and written rarely:
+    /// crossbeam's `ShardedLock`, whose readers lock one of several shards (picked per
+    /// thread), so that readers on different cores do not write one shared counter. A
+    /// writer locks every shard. A panic under the lock does not poison it for others.
     #[derive(Debug, Default)]
-    pub(crate) struct RwLock<T>(parking_lot::RwLock<T>);
+    pub(crate) struct RwLock<T>(crossbeam_utils::sync::ShardedLock<T>);
 
     impl<T> RwLock<T> {
         pub(crate) fn new(value: T) -> Self {
-            RwLock(parking_lot::RwLock::new(value))
+            RwLock(crossbeam_utils::sync::ShardedLock::new(value))
         }
 
         pub(crate) fn read(&self) -> impl std::ops::Deref<Target = T> + '_ {
-            self.0.read()
+            self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner)
         }
 
         pub(crate) fn write(&self) -> impl std::ops::DerefMut<Target = T> + '_ {
-            self.0.write()
+            self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner)
         }
     }
 
