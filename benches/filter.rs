@@ -20,7 +20,8 @@
 //! Peers (u64 keys; the cuckoo peers hash with ahash like cuckoo-gate, the faster choice
 //! for them than their SipHash default):
 //!
-//! * `cuckoo-gate`: fixed-size (`max_capacity(n)`), ε = 0.1% (13-bit slots);
+//! * `cuckoo-gate`: fixed-size (`max_capacity(n)`), ε = 0.1% (13-bit slots); also with its
+//!   metrics registered (`cuckoo-gate+metrics`, n = 1M, 1 thread);
 //! * `cuckoofilter-0.5`: single-threaded (`&mut self`), 8-bit fingerprints (ε ≈ 3%),
 //!   power-of-two table; on more threads, behind a `parking_lot::RwLock`
 //!   (`rwlock-cuckoofilter`), as a user would share it;
@@ -177,6 +178,13 @@ fn gate(n: usize) -> cuckoo_gate::CuckooFilter {
         .seed(1)
         .build()
         .unwrap()
+}
+/// cuckoo-gate with its metrics registered: lookups must cost the same (they record
+/// nothing).
+fn gate_metrics(n: usize) -> cuckoo_gate::CuckooFilter {
+    let builder =
+        cuckoo_gate::CuckooFilter::builder().capacity(n).max_capacity(n).false_positive_rate(EPSILON);
+    builder.seed(1).metrics_name("bench").build().unwrap()
 }
 fn plain(n: usize) -> RefCell<PlainCuckoo> {
     RefCell::new(PlainCuckoo::with_capacity(n))
@@ -367,6 +375,7 @@ fn filters(c: &mut Criterion) {
         single_size(c, "rwlock-cuckoofilter-0.5", n, &rwlock, many);
         single_size(c, "cuckoofilter-0.5", n, &plain, &[1]);
     }
+    single_size(c, "cuckoo-gate+metrics", 1_000_000, &gate_metrics, &[1]);
     mixed(c, "cuckoo-gate", &gate, &threads);
     mixed(c, "atomic-cuckoo-filter-0.3", &atomic, &threads);
     mixed(c, "rwlock-cuckoofilter-0.5", &rwlock, many);
