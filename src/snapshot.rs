@@ -58,13 +58,13 @@ use std::fmt;
 use std::io::{self, Read, Write};
 
 /// First bytes of every snapshot.
-pub(crate) const MAGIC: [u8; 8] = *b"CKOOGATE";
+pub const MAGIC: [u8; 8] = *b"CKOOGATE";
 
 /// The format version written, and the only one read.
-pub(crate) const VERSION: u16 = 1;
+pub const VERSION: u16 = 1;
 
 /// The key whose hash a filter snapshot records, to check the hasher on restore.
-pub(crate) const HASH_CHECK_KEY: u64 = 0x5EED_C0DE_CAFE_F00D;
+pub const HASH_CHECK_KEY: u64 = 0x5EED_C0DE_CAFE_F00D;
 
 /// Bytes read per chunk of a table, bounding what a corrupt length can make us allocate
 /// ahead of the data.

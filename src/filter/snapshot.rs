@@ -38,7 +38,7 @@ impl CuckooFilter {
     /// write. Lookups never block meanwhile; writers pause while the table is copied to
     /// memory (a copy the size of [`memory_usage`](Self::memory_usage), freed on return),
     /// and not while it is written out. A doubling waits for the snapshot, and the reverse.
-    /// The format is little-endian and documented in the crate's `snapshot` module;
+    /// The format is little-endian and documented in the [`snapshot`](crate::snapshot) module;
     /// metrics registrations are not part of it.
     ///
     /// # Errors
@@ -117,7 +117,7 @@ impl CuckooFilter {
     /// bytes, so several snapshots can follow each other in one stream.
     ///
     /// Untrusted input is safe: memory is allocated only as the stream delivers the table,
-    /// and the result is checked as the `snapshot` module describes. The restored table
+    /// and the result is checked as the [`snapshot`](crate::snapshot) module describes. The restored table
     /// and the bytes read are both held briefly, so restoring takes about twice the
     /// filter's memory at its peak.
     ///
