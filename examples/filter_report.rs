@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release --example filter_report            # full report (about a minute)
 //! cargo run --release --example filter_report -- --quick # smaller sizes
+//! cargo run --release --example filter_report -- --throughput # only the speed table
 //! ```
 //!
 //! Keys are distinct pseudo-random u64s. Throughput figures are medians of 5 runs.
@@ -124,7 +125,9 @@ fn throughput(n: usize, runs: usize) {
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
-    if quick {
+    if std::env::args().any(|a| a == "--throughput") {
+        throughput(if quick { 500_000 } else { 5_000_000 }, 5);
+    } else if quick {
         load_and_accuracy(100_000, 1_000_000);
         space(&[100_000, 300_000]);
         throughput(500_000, 3);

@@ -73,8 +73,9 @@
 //!   it and thaws it: it holds the contents of one instant, lookups never block, and
 //!   writers pause for the copy (not the I/O).
 //! * The only `unsafe` code is in `src/filter/current.rs` (the epoch-protected pointer)
-//!   and the prefetch hint in `src/primitive.rs` (used by `contains_batch`, which it makes
-//!   2.8x faster on a table far larger than the cache), each block with its safety argument.
+//!   and two hints in `src/primitive.rs`: the prefetch (used by `contains_batch`, which it
+//!   makes 2.8x faster on a table far larger than the cache, and by inserts) and the
+//!   request for huge pages on Linux; each block has its safety argument.
 //!
 //! These claims are model-checked with loom (`tests/loom.rs`, including deliberately
 //! broken variants that loom must catch) and stress-tested (`tests/stress.rs`).

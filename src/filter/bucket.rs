@@ -124,6 +124,8 @@ pub(crate) struct Lanes<W> {
     bucket_mask: W,
     /// All bits of one slot.
     slot_mask: u64,
+    /// See [`BitMask`]'s field of the same name.
+    lane_of: u32,
 }
 
 impl<W: Word> Lanes<W> {
@@ -138,7 +140,8 @@ impl<W: Word> Lanes<W> {
         let highs = ones << (slot_bits - 1);
         let bucket_bits = SLOTS as u32 * slot_bits;
         let bucket_mask = if bucket_bits == W::BITS { !W::ZERO } else { !(!W::ZERO << bucket_bits) };
-        Lanes { slot_bits, highs, lows: bucket_mask & !highs, bucket_mask, slot_mask }
+        let lane_of = (1u32 << 16).div_ceil(slot_bits);
+        Lanes { slot_bits, highs, lows: bucket_mask & !highs, bucket_mask, slot_mask, lane_of }
     }
 
     /// Bits per slot.
@@ -183,7 +186,7 @@ impl<W: Word> Lanes<W> {
 
     #[inline]
     fn zero_lanes(&self, x: W) -> BitMask<W> {
-        BitMask { bits: !(((x & self.lows) + self.lows) | x) & self.highs, slot_bits: self.slot_bits }
+        BitMask { bits: !(((x & self.lows) + self.lows) | x) & self.highs, lane_of: self.lane_of }
     }
 
     /// The value held in `lane`.
@@ -201,7 +204,7 @@ impl<W: Word> Lanes<W> {
                 bits = bits | W::from_u64(1) << (lane as u32 * self.slot_bits + self.slot_bits - 1);
             }
         }
-        BitMask { bits, slot_bits: self.slot_bits }
+        BitMask { bits, lane_of: self.lane_of }
     }
 }
 
@@ -209,7 +212,10 @@ impl<W: Word> Lanes<W> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct BitMask<W> {
     bits: W,
-    slot_bits: u32,
+    /// `ceil(2^16 / slot_bits)`: multiplying a lane's bit position by it and shifting
+    /// right by 16 divides by `slot_bits`, exactly for the small positions of a bucket
+    /// (see [`BitMask::lowest`]), without a hardware divide.
+    lane_of: u32,
 }
 
 impl<W: Word> BitMask<W> {
@@ -228,7 +234,10 @@ impl<W: Word> BitMask<W> {
     /// The lowest selected lane.
     #[inline]
     pub(crate) fn lowest(self) -> Option<usize> {
-        self.any().then(|| (self.bits.trailing_zeros() / self.slot_bits) as usize)
+        // The lowest selected lane L has its high bit at t = L·s + s - 1, and t / s = L.
+        // With r = 2^16/s + δ (0 ≤ δ < 1): t·r = 2^16·L + 2^16·(s - 1)/s + t·δ, where
+        // t·δ < 4·32 < 2^16/s (s ≤ 32), so t·r lies in [2^16·L, 2^16·(L + 1)).
+        self.any().then(|| ((self.bits.trailing_zeros() * self.lane_of) >> 16) as usize)
     }
 }
 
@@ -261,6 +270,25 @@ mod tests {
     fn finds_each_lane_narrow_and_wide() {
         finds_each_lane::<u64>(16);
         finds_each_lane::<u128>(32);
+    }
+
+    /// `lowest` divides by the slot width with a multiply: check every width and every
+    /// non-empty set of lanes against the plain division.
+    fn lowest_is_exact<W: Word>(max_bits: u32) {
+        for bits in 2..=max_bits {
+            let lanes = Lanes::<W>::new(bits);
+            for set in 1u32..1 << SLOTS {
+                let values = std::array::from_fn(|lane| if set >> lane & 1 == 1 { 1 } else { 2 });
+                let expected = set.trailing_zeros() as usize;
+                assert_eq!(lanes.matches(pack(&lanes, values), 1).lowest(), Some(expected), "bits {bits}");
+            }
+        }
+    }
+
+    #[test]
+    fn lowest_lane_for_every_width() {
+        lowest_is_exact::<u64>(16);
+        lowest_is_exact::<u128>(32);
     }
 
     #[test]

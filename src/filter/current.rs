@@ -13,8 +13,9 @@
 //! epoch would have freed them; every access checks the mark, so the models detect a use
 //! after free without undefined behaviour.
 //!
-//! This is the crate's only module with `unsafe` code: dereferencing the epoch-protected
-//! pointer and retiring swapped-out tables.
+//! This is the crate's only module with `unsafe` code beyond two hardware hints in
+//! `primitive.rs`: it dereferences the epoch-protected pointer and retires swapped-out
+//! tables.
 #![allow(unsafe_code)]
 
 use super::Tables;

@@ -38,6 +38,11 @@ impl<W: Word> Table<W> {
     /// present and `unique` was set.
     pub(crate) fn insert(&self, p: Probe, unique: bool) -> Result<bool, Refused> {
         let lanes = self.lanes();
+        // Start loading both buckets before taking a lock, so that their cache misses
+        // overlap the lock's compare-and-swap (about 10% more inserts per second at 5M
+        // keys: `cargo run --release --example filter_report -- --throughput`).
+        self.prefetch_bucket(p.i1);
+        self.prefetch_bucket(p.i2);
         if !unique {
             // Fast path: most inserts find room in the first bucket, and a plain insert
             // needs only that bucket's stripe (every writer of the bucket holds it, every

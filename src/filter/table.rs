@@ -16,7 +16,7 @@
 use super::bucket::{Lanes, Word, SLOTS};
 use super::hash::Geometry;
 use super::stripe::{Frozen, Stripe};
-use crate::primitive::{fence, prefetch, spin_hint, AtomicU64, Ordering};
+use crate::primitive::{advise_huge_pages, fence, prefetch, spin_hint, AtomicU64, Ordering};
 use crate::snapshot::SnapshotError;
 
 /// Buckets per stripe group: 16 buckets of 4 slots of `s` bits are exactly `s` words.
@@ -69,6 +69,7 @@ impl<W: Word> Table<W> {
         let words = word_count(geometry).ok_or(())?;
         let mut w = Vec::new();
         w.try_reserve_exact(words).map_err(|_| ())?;
+        advise_huge_pages(w.spare_capacity_mut());
         w.extend((0..words).map(|_| AtomicU64::new(0)));
         let mut s = Vec::new();
         s.try_reserve_exact(stripes).map_err(|_| ())?;
