@@ -62,7 +62,7 @@ pub enum BuildError {
         max_capacity: usize,
     },
     /// Growth from the capacity to the maximum capacity needs more doublings than a slot
-    /// has room for: each doubling costs one bit per slot, and a slot (fingerprint,
+    /// has room for: each allowed doubling costs one bit per slot, and a slot (fingerprint,
     /// growth bits and choice bit) holds at most 32.
     TooManyDoublings {
         /// Doublings from the capacity to the maximum capacity.

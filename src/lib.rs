@@ -46,9 +46,9 @@
 //! [`FilterBuilder::max_capacity`] to change that, or to the capacity for a fixed-size
 //! filter. A doubling is a *split*: each slot stores, beside its fingerprint, one hash bit
 //! per allowed doubling, and bucket `j` of the old table becomes buckets `2j` and `2j + 1`
-//! of the new one, the stored bit choosing. Lookups still read two buckets, and the
-//! false-positive rate stays at ε however far the filter grows, at one bit per slot per
-//! allowed doubling. The grower freezes the old table stripe by stripe (writers then wait
+//! of the new one, the stored bit choosing, and the new table stores the slots without it.
+//! Lookups still read two buckets, and the false-positive rate stays at ε however far the
+//! filter grows, at one bit per slot per doubling still allowed. The grower freezes the old table stripe by stripe (writers then wait
 //! for the new table; readers keep reading the frozen one), splits it into the new table,
 //! publishes it with an atomic pointer swap, and hands the old one to `crossbeam-epoch`,
 //! which frees it once no lookup can still be reading it.
@@ -104,7 +104,7 @@
 //! | feature | cost |
 //! |---|---|
 //! | lock-free lookups | two version loads and one re-check per lookup |
-//! | growth (default: 4 doublings) | one bit per slot per allowed doubling; an epoch pin per operation (a fixed-size filter skips it) |
+//! | growth (default: 4 doublings) | one bit per slot per doubling still allowed (none once fully grown); an epoch pin per operation (a fixed-size filter skips it) |
 //! | deletion, `count` | none: part of the cuckoo design |
 //! | any capacity (no power of two) | one choice bit per slot, in place of a fingerprint bit |
 //! | striped writers | 32 bytes per stripe (version, item, relocation and removal counts), up to 1024 stripes |

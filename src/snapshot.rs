@@ -1,7 +1,7 @@
 //! Snapshots: the byte format shared by [`CuckooFilter::snapshot`] and
 //! [`SeenBefore::snapshot`], and the checked reader and writer that produce it.
 //!
-//! # Format (version 1)
+//! # Format (version 2)
 //!
 //! Every integer is little-endian. A snapshot starts with a 12-byte header:
 //!
@@ -31,7 +31,7 @@
 //! | 8 | relocations so far |
 //! | 8 | failed inserts so far |
 //! | 8 | word count `W` |
-//! | 8 W | the table's words: bucket `i` is bits `[i * 4s, (i + 1) * 4s)`, `s = f + E + 1`, of the little-endian bit string they form, followed by two zero words |
+//! | 8 W | the table's words: bucket `i` is bits `[i * 4s, (i + 1) * 4s)`, `s = f + E - L + 1` (spent extension bits are not stored), of the little-endian bit string they form, followed by two zero words |
 //! | 4 | CRC-32 (IEEE) of every byte before it, header included |
 //!
 //! A **gate** snapshot continues with the gate's capacity (8), recordings in the current
@@ -47,8 +47,7 @@
 //! Restoring checks every field before it is used, reads the table in chunks (so a
 //! corrupt word count can make it read at most what the stream holds, never allocate
 //! what it claims), verifies the checksum, and then checks the table itself: padding bits
-//! zero, no slot with a zero fingerprint, every entry's stored extension bits matching the
-//! bucket it sits in, and the fingerprint count as stated. Any failure is a
+//! zero, no slot with a zero fingerprint, and the fingerprint count as stated. Any failure is a
 //! [`SnapshotError`] naming it; nothing panics.
 //!
 //! [`CuckooFilter::snapshot`]: crate::CuckooFilter::snapshot
@@ -60,8 +59,10 @@ use std::io::{self, Read, Write};
 /// First bytes of every snapshot.
 pub const MAGIC: [u8; 8] = *b"CKOOGATE";
 
-/// The format version written, and the only one read.
-pub const VERSION: u16 = 1;
+/// The format version written, and the only one read. Version 2 stores a grown filter's
+/// slots without the extension bits its doublings spent; version 1 (which kept them) is
+/// not read.
+pub const VERSION: u16 = 2;
 
 /// The key whose hash a filter snapshot records, to check the hasher on restore.
 pub const HASH_CHECK_KEY: u64 = 0x5EED_C0DE_CAFE_F00D;

@@ -170,8 +170,8 @@ fn each_kind_of_bad_input_gets_its_own_error() {
 
     assert!(matches!(restore(b"GIF89a......................"), SnapshotError::BadMagic));
     let mut future = bytes.clone();
-    future[8] = 2;
-    assert!(matches!(restore(&future), SnapshotError::UnsupportedVersion { found: 2, supported: 1 }));
+    future[8] = 3;
+    assert!(matches!(restore(&future), SnapshotError::UnsupportedVersion { found: 3, supported: 2 }));
     let gate = gate_snapshot(&SeenBefore::builder().capacity(4).build().unwrap());
     assert!(matches!(restore(&gate), SnapshotError::WrongKind { found: "SeenBefore", .. }));
     assert!(matches!(
@@ -195,12 +195,14 @@ fn each_kind_of_bad_input_gets_its_own_error() {
     wrong_width[FINGERPRINT_BITS] += 1;
     reseal(&mut wrong_width);
     assert!(matches!(restore(&wrong_width), SnapshotError::Inconsistent { .. }));
-    // An entry moved to a bucket its extension bits rule out.
-    let mut moved = bytes.clone();
-    let first_word = u64::from_le_bytes(moved[WORDS..WORDS + 8].try_into().unwrap());
-    moved[WORDS..WORDS + 8].copy_from_slice(&first_word.rotate_left(1).to_le_bytes());
-    reseal(&mut moved);
-    assert!(matches!(restore(&moved), SnapshotError::Inconsistent { .. }));
+    // A slot holding a choice bit and nothing else: a zero fingerprint.
+    let mut empty_fingerprint = bytes.clone();
+    let [f, e, l] = [0, 1, 2].map(|i| u32::from(bytes[FINGERPRINT_BITS + i]));
+    let slot_mask = (1u64 << (f + e - l + 1)) - 1;
+    let first_word = u64::from_le_bytes(bytes[WORDS..WORDS + 8].try_into().unwrap());
+    empty_fingerprint[WORDS..WORDS + 8].copy_from_slice(&((first_word & !slot_mask) | 1).to_le_bytes());
+    reseal(&mut empty_fingerprint);
+    assert!(matches!(restore(&empty_fingerprint), SnapshotError::Inconsistent { .. }));
 
     let failing = std::io::Error::other("disk on fire");
     let mut reader = std::io::Read::chain(&bytes[..20], FailingReader(Some(failing)));

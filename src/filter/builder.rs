@@ -19,7 +19,7 @@ pub(crate) const TARGET_LOAD_PERCENT: u128 = 95;
 pub(crate) const DEFAULT_MAX_STRIPES: usize = 1024;
 
 /// Doublings allowed when no `max_capacity` is given: the filter may grow to 16 times its
-/// capacity, at 4 bits per slot.
+/// capacity, at 4 bits per slot before it grows (one fewer after each doubling).
 pub const DEFAULT_DOUBLINGS: u32 = 4;
 
 /// The default stripe count for a table of `buckets` buckets: one per group, up to
@@ -88,9 +88,10 @@ impl FilterBuilder {
     /// doubles, as long as the doubled capacity stays within `items`; past that, inserts
     /// fail with [`InsertError::MaxCapacityReached`](crate::InsertError::MaxCapacityReached).
     ///
-    /// The filter may double `floor(log2(items / capacity))` times, and each allowed
-    /// doubling costs one bit per slot (it keeps the false-positive rate at ε however far
-    /// the filter grows). By default it may double [`DEFAULT_DOUBLINGS`] times (16x the
+    /// The filter may double `floor(log2(items / capacity))` times, and each doubling still
+    /// allowed costs one bit per slot (it keeps the false-positive rate at ε however far
+    /// the filter grows; a doubling spends its bit, so a fully grown filter has the slots
+    /// of a fixed-size one). By default it may double [`DEFAULT_DOUBLINGS`] times (16x the
     /// capacity), fewer if the slot would exceed 32 bits.
     ///
     /// For a fixed-size filter, which pays nothing for growth and whose lookups skip the

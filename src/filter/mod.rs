@@ -15,9 +15,9 @@
 //! When an insert finds no room, the filter doubles (up to its `max_capacity`) by *split
 //! doubling* (see `hash.rs`): the new table has twice the buckets, every entry of old
 //! bucket `j` goes to bucket `2j` or `2j + 1` according to one of the extension bits it
-//! stored, and its stored value does not change. Lookups still probe two buckets, and the
+//! stored, and is stored there without that bit. Lookups still probe two buckets, and the
 //! false-positive rate never exceeds the configured one, at one extra bit per slot per
-//! allowed doubling.
+//! doubling still allowed: a fully grown table has the slots of a fixed-size one.
 //!
 //! Why not the alternatives the design notes list (by arithmetic; the growth example
 //! measures the chosen scheme, see the README): a chain of sub-filters, each twice the
@@ -193,7 +193,7 @@ pub struct FilterStats {
     pub memory_bytes: usize,
     /// Fingerprint width.
     pub fingerprint_bits: u32,
-    /// Slot width: the fingerprint, one bit per allowed doubling, and the choice bit.
+    /// Slot width: the fingerprint, one bit per doubling still allowed, and the choice bit.
     pub slot_bits: u32,
     /// Buckets of 4 slots.
     pub buckets: usize,
@@ -316,16 +316,19 @@ impl CuckooFilter {
             let oom = || InsertError::OutOfMemory {
                 bytes: table::table_bytes(geometry.doubled(), stripes).unwrap_or(usize::MAX),
             };
-            Ok(Some(with_table!(old, t => {
-                let new = t.allocate_doubled(stripes).map_err(|()| oom())?;
+            // Allocated before the old table is frozen, so that a refusal leaves the
+            // filter as it was. Its slots are one bit narrower, so it may be narrow where
+            // the old one was wide.
+            let new = Tables::new(geometry.doubled(), stripes).map_err(|()| oom())?;
+            with_table!(old, t => {
                 // Deliberately wrong under `skip_freeze` (for the loom suite): copy without
                 // freezing, so a write racing the copy can be lost.
                 if !cfg!(cuckoo_gate_broken = "skip_freeze") {
                     t.freeze();
                 }
-                t.split_into(&new);
-                Tables::from(new)
-            })))
+                with_table!(&new, n => t.split_into(n));
+            });
+            Ok(Some(new))
         })
     }
 

@@ -215,13 +215,6 @@ impl<W: Word> Table<W> {
         Ok(())
     }
 
-    /// An empty table for the doubled geometry, with `stripes` stripes; `Err` if its
-    /// memory is refused. Allocated before the old table is frozen, so that a refusal
-    /// leaves the filter as it was.
-    pub(crate) fn allocate_doubled(&self, stripes: usize) -> Result<Self, ()> {
-        Table::new(self.geometry.doubled(), stripes)
-    }
-
     /// Freezes every stripe, in index order, waiting for the writer holding each. Afterwards
     /// no writer can change the table, and readers keep reading it lock-free.
     pub(crate) fn freeze(&self) {
@@ -266,7 +259,7 @@ impl<W: Word> Table<W> {
             for lane in 0..SLOTS {
                 let value = table.lanes.lane(contents, lane);
                 if value != 0 {
-                    if !geometry.holds(bucket, value) {
+                    if !geometry.holds(value) {
                         return Err(SnapshotError::inconsistent("an entry that cannot sit in its bucket"));
                     }
                     table.stripes[table.stripe_of(bucket)].add_items(1);
@@ -277,10 +270,11 @@ impl<W: Word> Table<W> {
     }
 
     /// Fills the empty table `new` (this table doubled, not yet visible to any other
-    /// thread) with this frozen table's entries: each bucket splits into its two children
-    /// (see `hash.rs`), so nothing is relocated and nothing can overflow. The counters carry
-    /// over (removals and relocations in the new table's first stripe).
-    pub(crate) fn split_into(&self, new: &Table<W>) {
+    /// thread, with slots one bit narrower) with this frozen table's entries: each bucket
+    /// splits into its two children (see `hash.rs`), so nothing is relocated and nothing
+    /// can overflow. The counters carry over (removals and relocations in the new table's
+    /// first stripe).
+    pub(crate) fn split_into<N: Word>(&self, new: &Table<N>) {
         debug_assert_eq!(new.geometry, self.geometry.doubled());
         for bucket in 0..self.geometry.buckets() {
             let mut next_lane = [0usize; 2];
@@ -288,7 +282,7 @@ impl<W: Word> Table<W> {
             for lane in 0..SLOTS {
                 let value = self.lanes.lane(contents, lane);
                 if value != 0 {
-                    let child = self.geometry.split(bucket, value);
+                    let (child, value) = self.geometry.split(bucket, value);
                     new.store_lane(child, next_lane[child & 1], value);
                     next_lane[child & 1] += 1;
                     new.stripes[new.stripe_of(child)].add_items(1);
