@@ -104,7 +104,7 @@
 //! | feature | cost |
 //! |---|---|
 //! | lock-free lookups | two version loads and one re-check per lookup |
-//! | growth (default: 4 doublings) | one bit per slot per doubling still allowed (none once fully grown); an epoch pin per operation (a fixed-size filter skips it) |
+//! | growth (default: 4 doublings) | one bit per slot per doubling still allowed (none once fully grown); an epoch pin per operation until fully grown (a fixed-size filter never pins); on the project's 2-core machine the pin made lookups of a 26 MiB table 0.63x as fast |
 //! | deletion, `count` | none: part of the cuckoo design |
 //! | any capacity (no power of two) | one choice bit per slot, in place of a fingerprint bit |
 //! | striped writers | 32 bytes per stripe (version, item, relocation and removal counts), up to 1024 stripes |

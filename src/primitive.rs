@@ -8,7 +8,7 @@
 
 #[cfg(not(cuckoo_gate_loom))]
 mod imp {
-    pub(crate) use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
     /// A mutual-exclusion lock (`parking_lot`'s: no poisoning, word-sized).
     #[derive(Debug, Default)]

@@ -6,8 +6,17 @@
 //! every thread pinned at the time of the swap has unpinned. Readers therefore never
 //! block and never touch freed memory.
 //!
-//! A fixed-size filter (one that may not double) never swaps its table, so its operations
-//! read the pointer without pinning (pinning costs a few nanoseconds per lookup).
+//! A table that can never be swapped out needs no pin: the table of a fixed-size filter,
+//! and the last table of a growable one (published by the doubling that reached
+//! `max_capacity`, after which no doubling can happen). [`Current`] keeps a *settled* flag
+//! saying so; readers that see it set read the pointer without pinning. Pinning is not
+//! free: it ends with a full memory barrier, which keeps one lookup's cache misses from
+//! overlapping the next one's (lookups of a 26 MiB table ran 0.63x as fast pinned as not,
+//! on the project's 2-core machine).
+//!
+//! Why the unpinned read is safe: the flag is set with a `Release` store after the final
+//! table was swapped in, so a reader whose `Acquire` load sees it set then loads that
+//! table's pointer (there is no later one), and that table lives as long as the filter.
 //!
 //! Under loom, retired tables are leaked instead of freed and marked as reclaimed when the
 //! epoch would have freed them; every access checks the mark, so the models detect a use
@@ -19,7 +28,7 @@
 #![allow(unsafe_code)]
 
 use super::Tables;
-use crate::primitive::{epoch, Ordering};
+use crate::primitive::{epoch, AtomicBool, Ordering};
 
 /// A table as published: what the pointer points to.
 struct Published {
@@ -49,14 +58,22 @@ impl Published {
 /// The pointer to the current table.
 pub(crate) struct Current {
     pointer: epoch::Atomic<Published>,
-    /// Whether the table can ever be replaced (and so readers must pin).
+    /// Whether the filter was built to grow.
     replaceable: bool,
+    /// Set once the table can never be replaced again (from the start for a fixed-size
+    /// filter, after the last allowed doubling for a growable one): readers skip the pin.
+    settled: AtomicBool,
 }
 
 impl Current {
     /// Publishes `tables`; `replaceable` is false for a filter that never grows.
     pub(crate) fn new(tables: Tables, replaceable: bool) -> Self {
-        Current { pointer: epoch::Atomic::new(Published::new(tables)), replaceable }
+        let settled = !replaceable || tables.geometry().doublings_left() == 0;
+        Current {
+            pointer: epoch::Atomic::new(Published::new(tables)),
+            replaceable,
+            settled: AtomicBool::new(settled),
+        }
     }
 
     /// Whether the table can ever be replaced.
@@ -67,7 +84,7 @@ impl Current {
     /// Runs `f` on the current table. Lock-free.
     #[inline]
     pub(crate) fn read<R>(&self, f: impl FnOnce(&Tables) -> R) -> R {
-        if self.replaceable {
+        if !self.settled.load(Ordering::Acquire) {
             let guard = epoch::pin();
             let shared = self.pointer.load(Ordering::Acquire, &guard);
             // SAFETY: the pointer is never null (set in `new`, only ever swapped for a new
@@ -79,10 +96,13 @@ impl Current {
             published.check_live();
             result
         } else {
-            // SAFETY: not `replaceable`, so the table is never swapped out and lives until
-            // `self` is dropped, which cannot happen while `&self` is borrowed.
+            // SAFETY: settled, so the pointer loaded is that of the last table (see the
+            // module docs), which is never swapped out and lives until `self` is dropped,
+            // which cannot happen while `&self` is borrowed.
             let published = unsafe { self.pointer.load(Ordering::Acquire, epoch::unprotected()).deref() };
-            f(&published.tables)
+            let result = f(&published.tables);
+            published.check_live();
+            result
         }
     }
 
@@ -104,8 +124,13 @@ impl Current {
             return Ok(());
         };
         published.check_live();
+        let last = tables.geometry().doublings_left() == 0;
         let old = self.pointer.swap(epoch::Owned::new(Published::new(tables)), Ordering::AcqRel, &guard);
         debug_assert_eq!(old, shared, "tables replaced concurrently");
+        if last {
+            // After the swap: a reader that sees the flag loads the last table's pointer.
+            self.settled.store(true, Ordering::Release);
+        }
         retire(&guard, old);
         guard.flush();
         Ok(())
@@ -150,6 +175,9 @@ impl Drop for Current {
 
 impl std::fmt::Debug for Current {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Current").field("replaceable", &self.replaceable).finish_non_exhaustive()
+        f.debug_struct("Current")
+            .field("replaceable", &self.replaceable)
+            .field("settled", &self.settled.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
     }
 }
