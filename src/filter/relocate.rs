@@ -98,6 +98,8 @@ pub(crate) fn find_path<W: Word>(table: &Table<W>, roots: [usize; 2], budget: us
         if nodes.len() + SLOTS <= budget && (depth as usize) < MAX_PATH {
             for lane in 0..SLOTS {
                 let child = Hop { bucket: other, lane, value: lanes.lane(contents, lane) };
+                // Start loading the bucket this child would move to, which the search
+                // reads when the child's turn comes (cbfe3ab; see the README).
                 table.prefetch_bucket(geometry.other(other, child.value).0);
                 nodes.push(Node { hop: child, parent: Some(next as u32), depth: depth + 1 });
             }
