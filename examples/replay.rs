@@ -1,5 +1,6 @@
-//! Replays a request stream through plain LRU and each admission policy, and prints hit
-//! ratio, cache writes (insertions) and throughput.
+//! Replays a request stream through each admission policy and through the caches users
+//! would pick instead (quick_cache, moka), and prints hit ratio, cache writes and
+//! throughput.
 //!
 //! ```text
 //! cargo run --release --example replay                       # generated workload
@@ -10,44 +11,46 @@
 //!
 //! A request is a lookup; on a miss the object is offered to the cache (`insert`), which
 //! stores it or not according to the policy. A hit is a request whose key was in the cache
-//! before the request. The generated workload (Zipf(0.9) over 100,000 objects, with one
-//! request in three for an object requested only once) needs no files.
+//! before the request. The cache is sized in objects (a share of the distinct keys).
+//! Traces whose lines carry a second column (the object's size in bytes) are replayed a
+//! second time with caches weighted by size and sized in bytes (a share of the distinct
+//! objects' bytes), reporting byte hit ratio and bytes written. The generated workload
+//! (Zipf(0.9) over 100,000 objects, with one request in three for an object requested only
+//! once) needs no files.
+//!
+//! With `--threads T` the trace is partitioned by key: each thread replays, in trace
+//! order, the requests for the keys it owns, so every key sees exactly the request
+//! sequence it has in the trace, and only the interleaving between keys changes. The cache
+//! then has 4 shards per thread; with one thread it has one shard (one global order).
 
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use cuckoo_gate::{AdmissionCache, AdmissionPolicy};
-
-const POLICIES: [(&str, AdmissionPolicy); 3] = [
-    ("LRU (Always)", AdmissionPolicy::Always),
-    ("SecondHit", AdmissionPolicy::SecondHit),
-    ("Probation", AdmissionPolicy::Probation),
-];
+use cuckoo_gate::{Admission, AdmissionCache, AdmissionPolicy};
 
 struct Args {
     trace: Option<PathBuf>,
     sweep: Option<PathBuf>,
-    capacity: Option<usize>,
     capacity_pct: f64,
     threads: usize,
 }
 
 fn usage(problem: &str) -> ! {
     eprintln!("replay: {problem}");
-    eprintln!("usage: replay [--trace FILE | --sweep DIR] [--capacity N | --capacity-pct P] [--threads T]");
+    eprintln!("usage: replay [--trace FILE | --sweep DIR] [--capacity-pct P] [--threads T]");
     std::process::exit(2)
 }
 
 fn parse_args() -> Args {
-    let mut args = Args { trace: None, sweep: None, capacity: None, capacity_pct: 5.0, threads: 1 };
+    let mut args = Args { trace: None, sweep: None, capacity_pct: 5.0, threads: 1 };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().unwrap_or_else(|| usage(&format!("{flag} needs a value")));
         match flag.as_str() {
             "--trace" => args.trace = Some(value().into()),
             "--sweep" => args.sweep = Some(value().into()),
-            "--capacity" => args.capacity = Some(value().parse().unwrap_or_else(|_| usage("bad --capacity"))),
             "--capacity-pct" => {
                 args.capacity_pct = value().parse().unwrap_or_else(|_| usage("bad --capacity-pct"));
                 if !(args.capacity_pct > 0.0 && args.capacity_pct <= 100.0) {
@@ -67,14 +70,36 @@ fn parse_args() -> Args {
     args
 }
 
-/// Reads a trace: one request per line, the key first (further columns are ignored).
-fn read_trace(path: &Path) -> Vec<u64> {
+/// One request: the key and the object's size in bytes (1 when the trace has none).
+#[derive(Clone, Copy)]
+struct Request {
+    key: u64,
+    size: u32,
+}
+
+/// Reads a trace: one request per line, the key first, then optionally the size.
+fn read_trace(path: &Path) -> (Vec<Request>, bool) {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| usage(&format!("cannot read {}: {e}", path.display())));
-    text.lines()
-        .filter_map(|line| line.split_whitespace().next())
-        .map(|key| key.parse().unwrap_or_else(|_| usage(&format!("bad key {key:?} in {}", path.display()))))
-        .collect()
+    let mut sized = false;
+    let bad = |what: &str| usage(&format!("bad {what} in {}", path.display()));
+    let requests = text
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            let mut fields = line.split_whitespace();
+            let key = fields.next().and_then(|k| k.parse().ok()).unwrap_or_else(|| bad("key"));
+            let size = match fields.next() {
+                Some(s) => {
+                    sized = true;
+                    s.parse::<u64>().unwrap_or_else(|_| bad("size")).clamp(1, u64::from(u32::MAX)) as u32
+                }
+                None => 1,
+            };
+            Request { key, size }
+        })
+        .collect();
+    (requests, sized)
 }
 
 /// SplitMix64.
@@ -91,7 +116,7 @@ impl Rng {
 }
 
 /// Zipf(0.9) over 100,000 objects, with one request in three for a brand-new object.
-fn generated_workload(requests: usize) -> Vec<u64> {
+fn generated_workload(requests: usize) -> Vec<Request> {
     let objects = 100_000;
     let mut cumulative = Vec::with_capacity(objects);
     let mut total = 0.0;
@@ -103,129 +128,264 @@ fn generated_workload(requests: usize) -> Vec<u64> {
     let mut next_unique = 1u64 << 40;
     (0..requests)
         .map(|_| {
-            if rng.next_f64() < 1.0 / 3.0 {
+            let key = if rng.next_f64() < 1.0 / 3.0 {
                 next_unique += 1;
                 next_unique
             } else {
                 let u = rng.next_f64() * total;
                 cumulative.partition_point(|&c| c < u) as u64
-            }
+            };
+            Request { key, size: 1 }
         })
         .collect()
 }
 
-fn distinct(trace: &[u64]) -> usize {
-    let mut keys = trace.to_vec();
-    keys.sort_unstable();
-    keys.dedup();
-    keys.len()
+/// Distinct objects, and their total size.
+fn distinct(trace: &[Request]) -> (usize, u64) {
+    let mut objects: Vec<(u64, u32)> = trace.iter().map(|r| (r.key, r.size)).collect();
+    objects.sort_unstable();
+    objects.dedup_by_key(|o| o.0);
+    (objects.len(), objects.iter().map(|o| u64::from(o.1)).sum())
 }
 
+/// What a replay needs of a cache: a lookup, and an offer that says whether it stored.
+trait Replayed: Sync {
+    fn get(&self, key: u64) -> bool;
+    /// `None` when the cache does not say whether it stored the object.
+    fn offer(&self, key: u64, size: u32) -> Option<bool>;
+}
+
+impl Replayed for AdmissionCache<u64, u32> {
+    fn get(&self, key: u64) -> bool {
+        AdmissionCache::get(self, &key).is_some()
+    }
+    fn offer(&self, key: u64, size: u32) -> Option<bool> {
+        Some(self.insert(key, size) == Admission::Admitted)
+    }
+}
+
+/// Weighs an object by its size, or 1 if `.0` is false.
+#[derive(Clone)]
+struct SizeWeighter(bool);
+
+impl quick_cache::Weighter<u64, u32> for SizeWeighter {
+    fn weight(&self, _: &u64, size: &u32) -> u64 {
+        if self.0 {
+            u64::from(*size)
+        } else {
+            1
+        }
+    }
+}
+
+type QuickCache = quick_cache::sync::Cache<u64, u32, SizeWeighter>;
+
+impl Replayed for QuickCache {
+    fn get(&self, key: u64) -> bool {
+        QuickCache::get(self, &key).is_some()
+    }
+    fn offer(&self, key: u64, size: u32) -> Option<bool> {
+        self.insert(key, size);
+        Some(true) // quick_cache stores every insert (its ghost queue only places it)
+    }
+}
+
+impl Replayed for moka::sync::Cache<u64, u32> {
+    fn get(&self, key: u64) -> bool {
+        moka::sync::Cache::get(self, &key).is_some()
+    }
+    fn offer(&self, key: u64, size: u32) -> Option<bool> {
+        self.insert(key, size);
+        None // TinyLFU may refuse it later; moka does not tell
+    }
+}
+
+/// The caches compared, each made for a capacity (objects, or bytes when `weighted`),
+/// the expected number of objects held, and the shard count.
+type Maker = fn(u64, usize, usize, bool) -> Box<dyn Replayed>;
+
+fn ours(policy: AdmissionPolicy, capacity: u64, entries: usize, shards: usize, weighted: bool) -> Box<dyn Replayed> {
+    let mut b = AdmissionCache::<u64, u32>::builder()
+        .capacity(capacity as usize)
+        .admission(policy)
+        .shards(shards.min(capacity as usize))
+        .seed(7);
+    if weighted {
+        b = b.weigher(|_, size| *size).estimated_entries(entries.max(1));
+    }
+    Box::new(b.build().expect("replay's cache configuration is valid"))
+}
+
+const CACHES: [(&str, Maker); 5] = [
+    ("LRU (Always)", |c, e, s, w| ours(AdmissionPolicy::Always, c, e, s, w)),
+    ("SecondHit", |c, e, s, w| ours(AdmissionPolicy::SecondHit, c, e, s, w)),
+    ("S3Fifo (default)", |c, e, s, w| ours(AdmissionPolicy::S3Fifo, c, e, s, w)),
+    ("quick_cache 0.7", |c, e, s, w| {
+        let options = quick_cache::OptionsBuilder::new()
+            .estimated_items_capacity(e.max(1))
+            .weight_capacity(c)
+            .shards(s.next_power_of_two())
+            .build()
+            .expect("valid quick_cache options");
+        Box::new(QuickCache::with_options(options, SizeWeighter(w), Default::default(), Default::default()))
+    }),
+    ("moka 0.12", |c, _, _, w| {
+        let mut b = moka::sync::Cache::builder().max_capacity(c);
+        if w {
+            b = b.weigher(|_, size: &u32| *size);
+        }
+        Box::new(b.build())
+    }),
+];
+
+#[derive(Default)]
 struct Outcome {
-    hit_ratio: f64,
-    writes: u64,
+    hits: u64,
+    hit_bytes: u64,
+    writes: Option<u64>,
+    written_bytes: Option<u64>,
     ops_per_sec: f64,
 }
 
-fn replay(
-    trace: &[u64],
-    capacity: usize,
-    policy: AdmissionPolicy,
-    threads: usize,
-    progress: bool,
-) -> Outcome {
-    let shards = if threads == 1 { 1 } else { threads * 4 };
-    let cache: Arc<AdmissionCache<u64, u32>> = Arc::new(
-        AdmissionCache::<u64, u32>::builder()
-            .capacity(capacity)
-            .admission(policy)
-            .shards(shards.min(capacity))
-            .seed(7)
-            .build()
-            .unwrap(),
-    );
+fn replay(trace: &[Request], parts: &[Vec<u32>], cache: &dyn Replayed, progress: bool) -> Outcome {
+    let (hits, hit_bytes) = (AtomicU64::new(0), AtomicU64::new(0));
+    let (writes, written_bytes, unknown) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
+    let done = AtomicU64::new(0);
     let start = Instant::now();
     std::thread::scope(|s| {
-        for t in 0..threads {
-            let cache = cache.clone();
+        for part in parts {
+            let (hits, hit_bytes, writes, written_bytes, unknown, done) =
+                (&hits, &hit_bytes, &writes, &written_bytes, &unknown, &done);
             s.spawn(move || {
-                let step = (trace.len() / 10).max(1);
-                for (i, &key) in trace.iter().enumerate().skip(t).step_by(threads) {
-                    if cache.get(&key).is_none() {
-                        cache.insert(key, 0);
+                let (mut h, mut hb, mut w, mut wb, mut u) = (0, 0, 0, 0, 0);
+                for (i, &r) in part.iter().enumerate() {
+                    let Request { key, size } = trace[r as usize];
+                    if cache.get(key) {
+                        h += 1;
+                        hb += u64::from(size);
+                    } else {
+                        match cache.offer(key, size) {
+                            Some(true) => {
+                                w += 1;
+                                wb += u64::from(size);
+                            }
+                            Some(false) => {}
+                            None => u += 1,
+                        }
                     }
-                    if progress && t == 0 && i % step < threads && i > 0 {
-                        eprint!("\r  {:>3}% ", i * 100 / trace.len());
+                    if progress && i % 65_536 == 65_535 {
+                        let total = done.fetch_add(65_536, Ordering::Relaxed) + 65_536;
+                        eprint!("\r  {:>3}% ", total * 100 / trace.len() as u64);
                     }
                 }
+                hits.fetch_add(h, Ordering::Relaxed);
+                hit_bytes.fetch_add(hb, Ordering::Relaxed);
+                writes.fetch_add(w, Ordering::Relaxed);
+                written_bytes.fetch_add(wb, Ordering::Relaxed);
+                unknown.fetch_add(u, Ordering::Relaxed);
             });
         }
     });
+    let elapsed = start.elapsed().as_secs_f64();
     if progress {
         eprint!("\r       \r");
     }
-    let elapsed = start.elapsed().as_secs_f64();
-    let stats = cache.stats();
+    let known = unknown.into_inner() == 0;
     Outcome {
-        hit_ratio: stats.hit_ratio(),
-        writes: stats.admitted,
+        hits: hits.into_inner(),
+        hit_bytes: hit_bytes.into_inner(),
+        writes: known.then(|| writes.load(Ordering::Relaxed)),
+        written_bytes: known.then(|| written_bytes.load(Ordering::Relaxed)),
         ops_per_sec: trace.len() as f64 / elapsed,
     }
 }
 
-fn report(name: &str, trace: &[u64], capacity: usize, threads: usize) {
-    let objects = distinct(trace);
+/// Request indices for each thread: thread `t` owns the keys that hash to `t`.
+fn partition(trace: &[Request], threads: usize) -> Vec<Vec<u32>> {
+    let mut parts = vec![Vec::new(); threads];
+    for (i, r) in trace.iter().enumerate() {
+        let owner = (r.key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize % threads;
+        parts[owner].push(i as u32);
+    }
+    parts
+}
+
+fn report(name: &str, trace: &[Request], pct: f64, threads: usize, weighted: bool) {
+    let (objects, bytes) = distinct(trace);
+    let shards = if threads == 1 { 1 } else { threads * 4 };
+    let (capacity, entries) = if weighted {
+        let capacity = ((bytes as f64 * pct / 100.0) as u64).max(1);
+        (capacity, (objects as f64 * pct / 100.0) as usize)
+    } else {
+        let capacity = ((objects as f64 * pct / 100.0) as u64).max(10);
+        (capacity, capacity as usize)
+    };
+    let unit = if weighted { "bytes" } else { "entries" };
     println!(
-        "## {name}: {} requests, {objects} objects, cache of {capacity} entries ({:.1}%), {threads} thread(s)",
-        trace.len(),
-        capacity as f64 * 100.0 / objects as f64
+        "## {name}: {} requests, {objects} objects, cache of {capacity} {unit} ({pct}%), {threads} thread(s), {shards} shard(s)",
+        trace.len()
     );
-    println!("| policy | hit ratio | insertions (writes) | writes saved vs LRU | Mops/s |");
+    let (ratio, written) = if weighted { ("byte hit ratio", "bytes written") } else { ("hit ratio", "writes") };
+    println!("| cache | {ratio} | {written} | saved vs LRU | Mops/s |");
     println!("|---|---|---|---|---|");
-    let progress = trace.len() >= 2_000_000;
-    let mut lru_writes = None;
-    for (label, policy) in POLICIES {
-        let o = replay(trace, capacity, policy, threads, progress);
-        let base = *lru_writes.get_or_insert(o.writes);
-        let saved = 100.0 * (1.0 - o.writes as f64 / base as f64);
-        println!(
-            "| {label} | {:.4} | {} | {saved:.1}% | {:.2} |",
-            o.hit_ratio,
-            o.writes,
-            o.ops_per_sec / 1e6
-        );
+    let parts = partition(trace, threads);
+    let progress = trace.len() >= 2_000_000 && std::io::stderr().is_terminal();
+    let total_bytes: u64 = trace.iter().map(|r| u64::from(r.size)).sum();
+    let mut lru_written = None;
+    for (label, make) in CACHES {
+        let cache = make(capacity, entries, shards, weighted);
+        let o = replay(trace, &parts, &*cache, progress);
+        let (hit, written) = if weighted {
+            (o.hit_bytes as f64 / total_bytes as f64, o.written_bytes)
+        } else {
+            (o.hits as f64 / trace.len() as f64, o.writes)
+        };
+        let base = *lru_written.get_or_insert(written.unwrap_or(0));
+        let (written, saved) = match written {
+            Some(w) => (w.to_string(), format!("{:.1}%", 100.0 * (1.0 - w as f64 / base as f64))),
+            None => ("n/a".into(), "n/a".into()),
+        };
+        println!("| {label} | {hit:.4} | {written} | {saved} | {:.2} |", o.ops_per_sec / 1e6);
+        std::io::stdout().flush().ok();
     }
     println!();
 }
 
 fn main() {
     let args = parse_args();
-    if let Some(dir) = &args.sweep {
+    let traces: Vec<(String, Vec<Request>, bool)> = if let Some(dir) = &args.sweep {
         let mut files: Vec<_> = std::fs::read_dir(dir)
             .unwrap_or_else(|e| usage(&format!("cannot read {}: {e}", dir.display())))
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "keys"))
             .collect();
         files.sort();
-        for file in files {
-            let trace = read_trace(&file);
-            let objects = distinct(&trace);
-            for pct in [1.0, 5.0, 10.0] {
-                let capacity = ((objects as f64 * pct / 100.0) as usize).max(1);
-                report(&file.file_name().unwrap().to_string_lossy(), &trace, capacity, args.threads);
+        files
+            .iter()
+            .map(|f| {
+                let (trace, sized) = read_trace(f);
+                (f.file_name().unwrap().to_string_lossy().into_owned(), trace, sized)
+            })
+            .collect()
+    } else {
+        match &args.trace {
+            Some(path) => {
+                let (trace, sized) = read_trace(path);
+                vec![(path.display().to_string(), trace, sized)]
+            }
+            None => vec![("generated (Zipf 0.9 + one-hit wonders)".into(), generated_workload(3_000_000), false)],
+        }
+    };
+    let sizes: &[f64] = if args.sweep.is_some() { &[1.0, 5.0, 10.0] } else { &[args.capacity_pct] };
+    for (name, trace, sized) in &traces {
+        if trace.is_empty() {
+            usage(&format!("{name} is empty"));
+        }
+        for &pct in sizes {
+            report(name, trace, pct, args.threads, false);
+            if *sized {
+                report(name, trace, pct, args.threads, true);
             }
         }
-        return;
     }
-    let (name, trace) = match &args.trace {
-        Some(path) => (path.display().to_string(), read_trace(path)),
-        None => ("generated (Zipf 0.9 + one-hit wonders)".to_string(), generated_workload(3_000_000)),
-    };
-    if trace.is_empty() {
-        usage("the trace is empty");
-    }
-    let capacity = args
-        .capacity
-        .unwrap_or_else(|| ((distinct(&trace) as f64 * args.capacity_pct / 100.0) as usize).max(1));
-    report(&name, &trace, capacity, args.threads);
 }

@@ -49,11 +49,9 @@ pub enum BuildError {
         /// The cache capacity.
         capacity: usize,
     },
-    /// The probationary window is not a fraction in [0, 1).
-    InvalidProbationWindow {
-        /// The value given.
-        fraction: f64,
-    },
+    /// A cache has a weigher but no estimate of how many entries it will hold, which
+    /// sizes its gate.
+    EstimatedEntriesRequired,
     /// The maximum capacity is below the capacity.
     MaxCapacityBelowCapacity {
         /// The capacity given.
@@ -100,7 +98,7 @@ impl fmt::Display for BuildError {
             }
             BuildError::InvalidShards { shards, capacity } => write!(
                 f,
-                "{shards} shards for a capacity of {capacity}; use between 1 and the capacity (1 = one exact LRU order)"
+                "{shards} shards for a capacity of {capacity}; use between 1 and the capacity, at most 65536 (1 = one global order)"
             ),
             BuildError::MaxCapacityBelowCapacity { capacity, max_capacity } => write!(
                 f,
@@ -111,9 +109,10 @@ impl fmt::Display for BuildError {
                 "growing to max_capacity takes {doublings} doublings but at most {most} fit in a slot at this false-positive rate; \
                  raise .capacity(n), lower .max_capacity(n) or raise .false_positive_rate(e)"
             ),
-            BuildError::InvalidProbationWindow { fraction } => {
-                write!(f, "probation window {fraction} is not in [0, 1); pass e.g. 0.1 for 10% of the capacity")
-            }
+            BuildError::EstimatedEntriesRequired => write!(
+                f,
+                "a weighted cache needs .estimated_entries(n), about how many entries it will hold (capacity / typical weight)"
+            ),
         }
     }
 }

@@ -116,19 +116,19 @@
 #![warn(missing_docs, unsafe_op_in_unsafe_fn, unreachable_pub)]
 #![deny(unsafe_code)]
 
-mod admission;
 mod cache;
 mod error;
 mod filter;
+mod gate;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod primitive;
 pub mod snapshot;
 
-pub use admission::{GateStats, SeenBefore, SeenBeforeBuilder, DEFAULT_GATE_FALSE_POSITIVE_RATE};
+pub use gate::{GateStats, SeenBefore, SeenBeforeBuilder, DEFAULT_GATE_FALSE_POSITIVE_RATE};
 pub use cache::{
     Admission, AdmissionCache, AdmissionCacheBuilder, AdmissionPolicy, CacheStats, DEFAULT_GATE_MULTIPLIER,
-    DEFAULT_PROBATION_WINDOW,
+    MAX_SHARDS,
 };
 pub use error::{BuildError, InsertError};
 pub use snapshot::SnapshotError;

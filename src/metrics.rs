@@ -35,7 +35,7 @@ use std::sync::Once;
 
 use metrics::{counter, describe_counter, describe_gauge, gauge, Counter, Gauge, Unit};
 
-use crate::admission::GateStats;
+use crate::gate::GateStats;
 use crate::cache::CacheStats;
 use crate::filter::FilterStats;
 
@@ -163,7 +163,7 @@ impl CacheMetrics {
         }
     }
 
-    pub(crate) fn publish(&self, s: &CacheStats, entries: usize, capacity: usize, gate: &GateStats) {
+    pub(crate) fn publish(&self, s: &CacheStats, entries: usize, capacity: u64, gate: &GateStats) {
         self.hits.absolute(s.hits);
         self.misses.absolute(s.misses);
         self.admitted.absolute(s.admitted);

@@ -8,7 +8,36 @@
 
 #[cfg(not(cuckoo_gate_loom))]
 mod imp {
-    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+
+    /// A reader-writer lock for data written often: `parking_lot`'s (word-sized, no
+    /// poisoning: a panic under the lock releases it and leaves no mark).
+    #[derive(Debug, Default)]
+    pub(crate) struct ShardLock<T>(parking_lot::RwLock<T>);
+
+    impl<T> ShardLock<T> {
+        pub(crate) fn new(value: T) -> Self {
+            ShardLock(parking_lot::RwLock::new(value))
+        }
+
+        #[inline]
+        pub(crate) fn read(&self) -> impl std::ops::Deref<Target = T> + '_ {
+            self.0.read()
+        }
+
+        #[inline]
+        pub(crate) fn write(&self) -> impl std::ops::DerefMut<Target = T> + '_ {
+            self.0.write()
+        }
+    }
+
+    /// A small number that differs between threads (for picking a counter stripe).
+    #[inline]
+    pub(crate) fn thread_stripe() -> usize {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        thread_local!(static STRIPE: usize = NEXT.fetch_add(1, Ordering::Relaxed));
+        STRIPE.with(|s| *s)
+    }
 
     /// A mutual-exclusion lock (`parking_lot`'s: no poisoning, word-sized).
     #[derive(Debug, Default)]
@@ -58,7 +87,15 @@ mod imp {
 
 #[cfg(cuckoo_gate_loom)]
 mod imp {
-    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+
+    /// loom's reader-writer lock (the same as `RwLock` here).
+    pub(crate) type ShardLock<T> = RwLock<T>;
+
+    /// Every loom thread shares stripe 0 (still a correct, if contended, choice).
+    pub(crate) fn thread_stripe() -> usize {
+        0
+    }
 
     /// loom's mutex, with `parking_lot`'s signature (a poisoned lock is a failed model).
     #[derive(Debug)]

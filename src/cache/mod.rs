@@ -1,55 +1,43 @@
-//! [`AdmissionCache`]: a concurrent, sharded LRU cache behind a seen-before gate.
+//! [`AdmissionCache`]: a concurrent, sharded cache behind a seen-before gate.
 //!
-//! * `lru.rs`: an exact LRU list over a slab (O(1), no per-entry allocation).
-//! * `shard.rs`: one lock-protected shard and the admission decisions.
+//! * `store.rs`: a shard's entries (hash table, slab, queues).
+//! * `policy.rs`: the admission and eviction policies.
+//! * `shard.rs`: one shard's operations, and what leaves it.
+//!
+//! Each operation hashes its key once; the hash picks the shard, finds the entry in the
+//! shard's table and stands for the key in the gate. Lookups take the shard's read lock
+//! (except under LRU), writes its write lock, and what leaves a shard is dropped after the
+//! lock is released.
 
-mod lru;
+mod policy;
 mod shard;
+mod store;
 
+use std::fmt;
 use std::hash::Hash;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 
+pub use self::policy::AdmissionPolicy;
 use self::shard::{Counters, Shard};
-use crate::admission::SeenBefore;
 use crate::error::BuildError;
-use crate::primitive::Mutex;
+use crate::gate::SeenBefore;
+use crate::primitive::{thread_stripe, AtomicU64, Ordering, ShardLock};
 
-/// Default gate size, in cache capacities. Measured with `examples/replay.rs --sweep` on the
-/// shared traces: below 16, second-hit admission lost over a point of hit ratio against
-/// LRU on the CDN trace; above it the gains were small.
+/// Default gate size under [`AdmissionPolicy::SecondHit`], in cache entries: how many
+/// first sightings the gate remembers while they wait for a second request. It costs
+/// about 5 bytes per key remembered (two generations at 1% false positives), so the
+/// default gate is about 80 bytes per cache entry, small beside most values.
 pub const DEFAULT_GATE_MULTIPLIER: usize = 16;
 
-/// Default fraction of the capacity given to [`AdmissionPolicy::Probation`]'s probation
-/// segment. Measured over the shared traces at 1%, 5% and 10% cache sizes (segments of
-/// 5% to 70% tried): from 60% up the policy was at or above LRU on every trace and size;
-/// smaller segments gained more on CDN-like traces but lost on the recency-heavy one.
-pub const DEFAULT_PROBATION_WINDOW: f64 = 0.6;
-
-/// Which misses become cache entries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum AdmissionPolicy {
-    /// Admit every key: a plain LRU cache.
-    Always,
-    /// Admit a key only on its second request within the gate's memory. One-hit wonders
-    /// never take a slot: the fewest cache writes, for caches on flash or disk, at the
-    /// cost of the first hit on every key.
-    #[default]
-    SecondHit,
-    /// A segmented LRU behind the gate. New keys enter a probation segment (see
-    /// [`AdmissionCacheBuilder::probation_window`]); a hit there, or a request for a key
-    /// the gate still remembers (a "ghost" of a key that left the cache), puts the key in
-    /// the protected main segment. The main segment's least recently used key is demoted
-    /// to probation for a second chance rather than dropped. In the spirit of S3-FIFO and
-    /// W-TinyLFU: one-hit wonders never displace keys that were used twice, and hit ratio
-    /// stays at or above LRU's on the shared traces.
-    Probation,
-}
+/// Most shards a cache may have.
+pub const MAX_SHARDS: usize = 1 << 16;
 
 /// What [`AdmissionCache::insert`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Admission {
     /// The key was absent and is now stored.
     Admitted,
@@ -57,9 +45,12 @@ pub enum Admission {
     Rejected,
     /// The key was present; its value was replaced.
     Updated,
+    /// The entry weighs more than one shard holds, so it was not stored (and a present
+    /// key was removed, rather than keep the value it replaced).
+    TooHeavy,
 }
 
-/// Counters of an [`AdmissionCache`], summed over its shards.
+/// Counters of an [`AdmissionCache`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct CacheStats {
@@ -69,7 +60,7 @@ pub struct CacheStats {
     pub misses: u64,
     /// Inserts of absent keys that stored them (cache writes).
     pub admitted: u64,
-    /// Inserts of absent keys that the policy refused.
+    /// Inserts that the policy refused, or that were too heavy.
     pub rejected: u64,
     /// Entries pushed out to make room.
     pub evictions: u64,
@@ -87,11 +78,16 @@ impl CacheStats {
     }
 }
 
-/// A concurrent LRU cache with an admission gate in front of it.
+/// A concurrent cache with an admission gate in front of it.
 ///
-/// Sharded by key hash; each shard is an exact LRU under one lock, so with
+/// Sharded by key hash. The default policy is [`AdmissionPolicy::S3Fifo`]: scan
+/// resistant, and a hit takes only its shard's read lock. Under
+/// [`AdmissionPolicy::Always`] each shard is an exact LRU, so with
 /// [`shards(1)`](AdmissionCacheBuilder::shards) the cache has one global LRU order.
 /// All methods take `&self`; the cache is `Send + Sync` when its keys and values are.
+///
+/// Keys' `Hash`, `Eq` and `Drop` and values' `Clone` and `Drop` are user code: if one
+/// panics, the call it ran in panics, and the cache stays consistent and usable.
 ///
 /// # Examples
 ///
@@ -108,20 +104,20 @@ impl CacheStats {
 /// # Ok::<(), cuckoo_gate::BuildError>(())
 /// ```
 pub struct AdmissionCache<K, V> {
-    shards: Box<[ShardSlot<K, V>]>,
-    hasher: ahash::RandomState,
+    shards: Box<[CachePadded<ShardLock<Shard<K, V>>>]>,
     gate: SeenBefore,
     policy: AdmissionPolicy,
-    capacity: usize,
+    capacity: u64,
+    weigher: Option<Weigher<K, V>>,
+    /// Hit and miss counts, striped by thread so that lookups share no written line.
+    lookups: Box<[CachePadded<[AtomicU64; 2]>]>,
     #[cfg(feature = "metrics")]
     metrics: Option<crate::metrics::CacheMetrics>,
 }
 
-/// A shard behind its lock, alone on its cache line.
-type ShardSlot<K, V> = CachePadded<Mutex<Shard<K, V>>>;
+type Weigher<K, V> = Arc<dyn Fn(&K, &V) -> u32 + Send + Sync>;
 
 /// Configures an [`AdmissionCache`]. Made by [`AdmissionCache::builder`].
-#[derive(Clone, Debug)]
 #[must_use]
 pub struct AdmissionCacheBuilder<K, V> {
     _types: PhantomData<fn() -> (K, V)>,
@@ -129,46 +125,107 @@ pub struct AdmissionCacheBuilder<K, V> {
     policy: AdmissionPolicy,
     shards: Option<usize>,
     gate_capacity: Option<usize>,
-    probation_window: f64,
+    estimated_entries: Option<usize>,
+    weigher: Option<Weigher<K, V>>,
     seed: Option<u64>,
     #[cfg(feature = "metrics")]
     metrics_name: Option<String>,
 }
 
-impl<K: Hash + Eq + Clone, V: Clone> AdmissionCacheBuilder<K, V> {
-    /// Most entries held (required, at least 1).
-    pub fn capacity(mut self, entries: usize) -> Self {
-        self.capacity = entries;
+impl<K, V> Clone for AdmissionCacheBuilder<K, V> {
+    fn clone(&self) -> Self {
+        AdmissionCacheBuilder {
+            _types: PhantomData,
+            capacity: self.capacity,
+            policy: self.policy,
+            shards: self.shards,
+            gate_capacity: self.gate_capacity,
+            estimated_entries: self.estimated_entries,
+            weigher: self.weigher.clone(),
+            seed: self.seed,
+            #[cfg(feature = "metrics")]
+            metrics_name: self.metrics_name.clone(),
+        }
+    }
+}
+
+impl<K, V> fmt::Debug for AdmissionCacheBuilder<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AdmissionCacheBuilder")
+            .field("capacity", &self.capacity)
+            .field("policy", &self.policy)
+            .field("shards", &self.shards)
+            .field("gate_capacity", &self.gate_capacity)
+            .field("estimated_entries", &self.estimated_entries)
+            .field("weigher", &self.weigher.as_ref().map(|_| "Fn(&K, &V) -> u32"))
+            .field("seed", &self.seed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
+    /// Most entries held (required, at least 1); with a [`weigher`](Self::weigher), the
+    /// most total weight held.
+    pub fn capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
         self
     }
 
-    /// The admission policy; default [`AdmissionPolicy::SecondHit`].
+    /// The admission policy; default [`AdmissionPolicy::S3Fifo`].
     pub fn admission(mut self, policy: AdmissionPolicy) -> Self {
         self.policy = policy;
         self
     }
 
-    /// Number of shards (a power of two is not required). 1 gives one exact global LRU
-    /// order; the default is 4 per available core, which keeps lock contention low.
+    /// Number of shards (any count from 1 to the capacity, at most [`MAX_SHARDS`]). 1
+    /// gives one global order (an exact LRU under [`AdmissionPolicy::Always`]); the
+    /// default is 4 per available core, which keeps lock contention low. Each shard holds
+    /// an equal share of the capacity.
     pub fn shards(mut self, shards: usize) -> Self {
         self.shards = Some(shards);
         self
     }
 
-    /// Recordings per generation of the seen-before gate; default
-    /// [`DEFAULT_GATE_MULTIPLIER`] times the cache capacity (and minimal under
-    /// [`AdmissionPolicy::Always`], which never consults the gate). A larger gate remembers first
-    /// sightings (and evicted keys) for longer: more second hits are caught, at about 21
-    /// bits per recording.
-    pub fn gate_capacity(mut self, keys: usize) -> Self {
-        self.gate_capacity = Some(keys);
+    /// Weighs entries: the cache then holds at most [`capacity`](Self::capacity) total
+    /// weight instead of that many entries (an entry weighing 0 counts as 1). Give
+    /// [`estimated_entries`](Self::estimated_entries) too, which sizes the gate.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::{Admission, AdmissionCache};
+    ///
+    /// let cache: AdmissionCache<u64, Vec<u8>> = AdmissionCache::builder()
+    ///     .capacity(1 << 20) // 1 MiB of values
+    ///     .weigher(|_key, value: &Vec<u8>| value.len() as u32)
+    ///     .estimated_entries(1_000)
+    ///     .shards(1)
+    ///     .build()?;
+    /// cache.insert(1, vec![0; 4096]);
+    /// assert_eq!(cache.weight(), 4096);
+    /// assert_eq!(cache.insert(2, vec![0; 2 << 20]), Admission::TooHeavy);
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub fn weigher(mut self, weigher: impl Fn(&K, &V) -> u32 + Send + Sync + 'static) -> Self {
+        self.weigher = Some(Arc::new(weigher));
         self
     }
 
-    /// Fraction of the capacity given to the probation segment of
-    /// [`AdmissionPolicy::Probation`], in [0, 1); default [`DEFAULT_PROBATION_WINDOW`].
-    pub fn probation_window(mut self, fraction: f64) -> Self {
-        self.probation_window = fraction;
+    /// About how many entries the cache will hold; the gate is sized from it. Required
+    /// with a [`weigher`](Self::weigher); without one it is the capacity.
+    pub fn estimated_entries(mut self, entries: usize) -> Self {
+        self.estimated_entries = Some(entries);
+        self
+    }
+
+    /// Keys the seen-before gate remembers per generation (it remembers each for at least
+    /// this many later recordings). Defaults: [`DEFAULT_GATE_MULTIPLIER`] entries per
+    /// cache entry under [`AdmissionPolicy::SecondHit`]; under
+    /// [`AdmissionPolicy::S3Fifo`] 0.6 per entry, so that the ghosts remembered average
+    /// 0.9 of the entries held, the ghost queue of S3-FIFO's paper; minimal under
+    /// [`AdmissionPolicy::Always`], which never consults the gate.
+    pub fn gate_capacity(mut self, keys: usize) -> Self {
+        self.gate_capacity = Some(keys);
         self
     }
 
@@ -191,9 +248,9 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCacheBuilder<K, V> {
     /// # Errors
     ///
     /// [`BuildError::ZeroCapacity`] for a zero capacity or gate capacity,
-    /// [`BuildError::InvalidShards`] for zero shards or more shards than entries,
-    /// [`BuildError::InvalidProbationWindow`] for a window outside [0, 1), and the
-    /// gate's own errors.
+    /// [`BuildError::InvalidShards`] for zero shards, more shards than the capacity or
+    /// more than [`MAX_SHARDS`], [`BuildError::EstimatedEntriesRequired`] for a weigher
+    /// without an estimate, and the gate's own errors.
     ///
     /// # Examples
     ///
@@ -202,67 +259,66 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCacheBuilder<K, V> {
     ///
     /// let zero = AdmissionCache::<u64, u64>::builder().build();
     /// assert_eq!(zero.unwrap_err(), BuildError::ZeroCapacity);
-    /// let exact_lru = AdmissionCache::<u64, u64>::builder().capacity(10).shards(1).build();
-    /// assert!(exact_lru.is_ok());
+    /// let one_order = AdmissionCache::<u64, u64>::builder().capacity(10).shards(1).build();
+    /// assert!(one_order.is_ok());
     /// ```
     pub fn build(self) -> Result<AdmissionCache<K, V>, BuildError> {
         if self.capacity == 0 {
             return Err(BuildError::ZeroCapacity);
-        }
-        if self.capacity >= u32::MAX as usize {
-            return Err(BuildError::CapacityTooLarge { capacity: self.capacity });
         }
         let default_shards = || {
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
             (cores * 4).min(self.capacity)
         };
         let shards = self.shards.unwrap_or_else(default_shards);
-        if shards == 0 || shards > self.capacity {
+        if shards == 0 || shards > self.capacity || shards > MAX_SHARDS {
             return Err(BuildError::InvalidShards { shards, capacity: self.capacity });
         }
-        let window = self.probation_window;
-        if !(0.0..1.0).contains(&window) {
-            return Err(BuildError::InvalidProbationWindow { fraction: window });
-        }
+        let entries = match (&self.weigher, self.estimated_entries) {
+            (_, Some(0)) => return Err(BuildError::ZeroCapacity),
+            (_, Some(entries)) => entries,
+            (None, None) => self.capacity,
+            (Some(_), None) => return Err(BuildError::EstimatedEntriesRequired),
+        };
         let gate_capacity = match (self.policy, self.gate_capacity) {
             (_, Some(keys)) => keys,
-            // Plain LRU never consults the gate: keep it minimal.
             (AdmissionPolicy::Always, None) => 1,
-            (_, None) => self.capacity.saturating_mul(DEFAULT_GATE_MULTIPLIER),
+            (AdmissionPolicy::SecondHit, None) => entries.saturating_mul(DEFAULT_GATE_MULTIPLIER),
+            (AdmissionPolicy::S3Fifo, None) => (entries / 5).saturating_mul(3).max(1),
         };
         let mut gate = SeenBefore::builder().capacity(gate_capacity);
         if let Some(seed) = self.seed {
             gate = gate.seed(seed);
         }
         let gate = gate.build()?;
-        let shards: Box<[_]> = (0..shards)
+        let capacity = self.capacity as u64;
+        let shards: Box<[_]> = (0..shards as u64)
             .map(|i| {
                 // Split the capacity exactly: the first `capacity % shards` get one more.
-                let entries = self.capacity / shards + usize::from(i < self.capacity % shards);
-                let window = match self.policy {
-                    AdmissionPolicy::Probation => (entries as f64 * window) as usize,
-                    _ => 0,
-                };
-                CachePadded::new(Mutex::new(Shard::new(entries - window, window)))
+                let n = shards as u64;
+                let share = capacity / n + u64::from(i < capacity % n);
+                // Preallocate for the entries expected, up to a bound: a huge capacity
+                // is not a reason to reserve memory before anything is stored.
+                let expected = (entries / shards).min(1 << 16);
+                CachePadded::new(ShardLock::new(Shard::new(self.policy, share, expected)))
             })
             .collect();
-        let hasher = match self.seed {
-            Some(seed) => ahash::RandomState::with_seeds(seed, !seed, seed.rotate_left(17), 0x5eed),
-            None => ahash::RandomState::new(),
-        };
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let stripes = (2 * cores).next_power_of_two().min(256);
         Ok(AdmissionCache {
             shards,
-            hasher,
             gate,
             policy: self.policy,
-            capacity: self.capacity,
+            capacity,
+            weigher: self.weigher,
+            lookups: (0..stripes).map(|_| CachePadded::new([AtomicU64::new(0), AtomicU64::new(0)])).collect(),
             #[cfg(feature = "metrics")]
             metrics: self.metrics_name.as_deref().map(crate::metrics::CacheMetrics::new),
         })
     }
 }
 
-impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
+impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// A builder; set at least [`AdmissionCacheBuilder::capacity`].
     pub fn builder() -> AdmissionCacheBuilder<K, V> {
         AdmissionCacheBuilder {
@@ -271,58 +327,73 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
             policy: AdmissionPolicy::default(),
             shards: None,
             gate_capacity: None,
-            probation_window: DEFAULT_PROBATION_WINDOW,
+            estimated_entries: None,
+            weigher: None,
             seed: None,
             #[cfg(feature = "metrics")]
             metrics_name: None,
         }
     }
 
-    fn shard(&self, key: &K) -> &Mutex<Shard<K, V>> {
-        let index = if self.shards.len() == 1 {
-            0
-        } else {
-            ((self.hasher.hash_one(key) as u128 * self.shards.len() as u128) >> 64) as usize
-        };
-        &self.shards[index]
+    #[inline]
+    fn shard(&self, hash: u64) -> &ShardLock<Shard<K, V>> {
+        // The low half picks the shard: the table inside uses the top bits for its tags.
+        let index = ((hash & 0xFFFF_FFFF) * self.shards.len() as u64) >> 32;
+        &self.shards[index as usize]
     }
 
-    /// The value of `key`, which becomes most recently used. Blocks while another thread
-    /// holds the key's shard.
+    #[inline]
+    fn count_lookup(&self, hit: bool) {
+        let stripe = &self.lookups[thread_stripe() & (self.lookups.len() - 1)];
+        stripe[usize::from(!hit)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The value of `key`. A hit takes the key's shard's read lock (its write lock under
+    /// [`AdmissionPolicy::Always`], which reorders the shard's LRU list).
     ///
     /// # Examples
     ///
     /// ```
-    /// use cuckoo_gate::{AdmissionCache, AdmissionPolicy};
+    /// use cuckoo_gate::AdmissionCache;
     ///
-    /// let cache: AdmissionCache<u64, &str> =
-    ///     AdmissionCache::builder().capacity(100).admission(AdmissionPolicy::Always).build()?;
+    /// let cache: AdmissionCache<u64, &str> = AdmissionCache::builder().capacity(100).build()?;
     /// cache.insert(1, "one");
     /// assert_eq!(cache.get(&1), Some("one"));
     /// assert_eq!(cache.get(&2), None);
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
+    #[inline]
     pub fn get(&self, key: &K) -> Option<V> {
-        self.shard(key).lock().get(key, &self.gate)
+        let hash = self.gate.hash(key);
+        let shard = self.shard(hash);
+        let found = match self.policy {
+            AdmissionPolicy::Always => shard.write().get_mut(hash, key),
+            _ => shard.read().get(hash, key),
+        };
+        self.count_lookup(found.is_some());
+        found
     }
 
     /// Stores `value` for `key` if the key is present (replacing its value) or the policy
-    /// admits it. Blocks while another thread holds the key's shard.
+    /// admits it. Takes the key's shard's write lock; evicted entries and a replaced value
+    /// are dropped after it is released.
     ///
     /// # Examples
     ///
     /// ```
-    /// use cuckoo_gate::{AdmissionCache, AdmissionPolicy};
+    /// use cuckoo_gate::{Admission, AdmissionCache};
     ///
-    /// let cache: AdmissionCache<u64, &str> =
-    ///     AdmissionCache::builder().capacity(100).admission(AdmissionPolicy::Always).build()?;
-    /// use cuckoo_gate::Admission;
+    /// let cache: AdmissionCache<u64, &str> = AdmissionCache::builder().capacity(100).build()?;
     /// assert_eq!(cache.insert(1, "one"), Admission::Admitted);
     /// assert_eq!(cache.insert(1, "uno"), Admission::Updated);
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     pub fn insert(&self, key: K, value: V) -> Admission {
-        self.shard(&key).lock().insert(key, value, self.policy, &self.gate)
+        let hash = self.gate.hash(&key);
+        let weight = self.weigher.as_ref().map_or(1, |weigh| weigh(&key, &value).max(1));
+        let (admission, leftovers) = self.shard(hash).write().insert(key, value, hash, weight, &self.gate);
+        drop(leftovers);
+        admission
     }
 
     /// The value of `key`; on a miss, `make()` computes it, and it is stored if admitted.
@@ -331,10 +402,9 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
     /// # Examples
     ///
     /// ```
-    /// use cuckoo_gate::{AdmissionCache, AdmissionPolicy};
+    /// use cuckoo_gate::AdmissionCache;
     ///
-    /// let cache: AdmissionCache<u64, &str> =
-    ///     AdmissionCache::builder().capacity(100).admission(AdmissionPolicy::Always).build()?;
+    /// let cache: AdmissionCache<u64, &str> = AdmissionCache::builder().capacity(100).build()?;
     /// assert_eq!(cache.get_or_insert_with(1, || "computed"), "computed");
     /// assert_eq!(cache.get_or_insert_with(1, || unreachable!()), "computed");
     /// # Ok::<(), cuckoo_gate::BuildError>(())
@@ -353,17 +423,18 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
     /// # Examples
     ///
     /// ```
-    /// use cuckoo_gate::{AdmissionCache, AdmissionPolicy};
+    /// use cuckoo_gate::AdmissionCache;
     ///
-    /// let cache: AdmissionCache<u64, &str> =
-    ///     AdmissionCache::builder().capacity(100).admission(AdmissionPolicy::Always).build()?;
+    /// let cache: AdmissionCache<u64, &str> = AdmissionCache::builder().capacity(100).build()?;
     /// cache.insert(1, "one");
     /// assert_eq!(cache.remove(&1), Some("one"));
     /// assert!(cache.is_empty());
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     pub fn remove(&self, key: &K) -> Option<V> {
-        self.shard(key).lock().remove(key)
+        let hash = self.gate.hash(key);
+        let removed = self.shard(hash).write().remove(hash, key);
+        removed.map(|(_key, value)| value)
     }
 
     /// Entries held (summed over the shards, each read under its lock).
@@ -371,16 +442,15 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
     /// # Examples
     ///
     /// ```
-    /// use cuckoo_gate::{AdmissionCache, AdmissionPolicy};
+    /// use cuckoo_gate::AdmissionCache;
     ///
-    /// let cache: AdmissionCache<u64, &str> =
-    ///     AdmissionCache::builder().capacity(100).admission(AdmissionPolicy::Always).build()?;
+    /// let cache: AdmissionCache<u64, &str> = AdmissionCache::builder().capacity(100).build()?;
     /// cache.insert(1, "one");
     /// assert_eq!((cache.len(), cache.capacity()), (1, 100));
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().len()).sum()
+        self.shards.iter().map(|s| s.read().len()).sum()
     }
 
     /// Whether no entry is held.
@@ -388,8 +458,13 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
         self.len() == 0
     }
 
-    /// Most entries held.
-    pub fn capacity(&self) -> usize {
+    /// Total weight held: the number of entries, without a weigher.
+    pub fn weight(&self) -> u64 {
+        self.shards.iter().map(|s| s.read().weight()).sum()
+    }
+
+    /// Most entries held, or most total weight with a weigher.
+    pub fn capacity(&self) -> u64 {
         self.capacity
     }
 
@@ -398,14 +473,15 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
         self.policy
     }
 
-    /// The seen-before gate in front of the cache.
+    /// The seen-before gate in front of the cache. The cache records keys by the gate's
+    /// own hash, so `cache.gate().contains(&key)` asks about `key`.
     pub fn gate(&self) -> &SeenBefore {
         &self.gate
     }
 
     /// Publishes [`stats`](Self::stats), the entry count and the gate's counters to the
     /// metrics registered with [`AdmissionCacheBuilder::metrics_name`] (feature `metrics`);
-    /// does nothing without a name. Locks each shard briefly; call it periodically.
+    /// does nothing without a name. Reads each shard briefly; call it periodically.
     ///
     /// # Examples
     ///
@@ -425,15 +501,14 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
         }
     }
 
-    /// Counters, summed over the shards.
+    /// Counters, summed over the shards and threads.
     ///
     /// # Examples
     ///
     /// ```
     /// use cuckoo_gate::{AdmissionCache, AdmissionPolicy};
     ///
-    /// let cache: AdmissionCache<u64, &str> =
-    ///     AdmissionCache::builder().capacity(100).admission(AdmissionPolicy::Always).build()?;
+    /// let cache: AdmissionCache<u64, &str> = AdmissionCache::builder().capacity(100).build()?;
     /// cache.get(&1);
     /// cache.insert(1, "one");
     /// cache.get(&1);
@@ -446,23 +521,28 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
         self.snapshot().0
     }
 
-    /// Counters and entries, summed over the shards with each shard locked once.
+    /// Counters and entries, with each shard read once.
     fn snapshot(&self) -> (CacheStats, usize) {
-        self.shards.iter().fold((CacheStats::default(), 0), |(mut total, entries), shard| {
-            let shard = shard.lock();
-            let Counters { hits, misses, admitted, rejected, evictions } = shard.counters;
-            total.hits += hits;
-            total.misses += misses;
+        let mut total = CacheStats::default();
+        for stripe in self.lookups.iter() {
+            total.hits += stripe[0].load(Ordering::Relaxed);
+            total.misses += stripe[1].load(Ordering::Relaxed);
+        }
+        let mut entries = 0;
+        for shard in self.shards.iter() {
+            let shard = shard.read();
+            let Counters { admitted, rejected, evictions } = shard.counters;
             total.admitted += admitted;
             total.rejected += rejected;
             total.evictions += evictions;
-            (total, entries + shard.len())
-        })
+            entries += shard.len();
+        }
+        (total, entries)
     }
 }
 
-impl<K, V> std::fmt::Debug for AdmissionCache<K, V> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl<K, V> fmt::Debug for AdmissionCache<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AdmissionCache")
             .field("capacity", &self.capacity)
             .field("policy", &self.policy)

@@ -1,132 +1,131 @@
-//! One shard of the cache: a main LRU, a probation segment (under `Probation`), and counters,
-//! all behind the shard's lock. The admission decisions live here.
+//! One shard of the cache: its entries, its policy and its write counters, all behind the
+//! shard's lock.
+//!
+//! Panic safety: the only user code that runs under the lock is `K::eq` (while finding a
+//! key, before anything changes) and `V::clone` (on a hit, under the read lock). Keys and
+//! values that leave the shard are handed back to be dropped after the lock is released.
 
 use std::hash::Hash;
 
-use super::lru::Lru;
+use super::policy::{Evicted, Policy, MAX_FREQ};
+use super::store::{Queue, Store};
 use super::{Admission, AdmissionPolicy};
-use crate::admission::SeenBefore;
+use crate::gate::SeenBefore;
 
-/// Per-shard counters, written under the shard lock.
+/// Per-shard counters, written under the shard's write lock.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Counters {
-    pub(crate) hits: u64,
-    pub(crate) misses: u64,
     pub(crate) admitted: u64,
     pub(crate) rejected: u64,
     pub(crate) evictions: u64,
 }
 
 pub(crate) struct Shard<K, V> {
-    main: Lru<K, V>,
-    /// The probation segment under [`AdmissionPolicy::Probation`]; capacity 0 otherwise.
-    window: Lru<K, V>,
+    store: Store<K, V>,
+    policy: Policy,
     pub(crate) counters: Counters,
 }
 
-impl<K: Hash + Eq + Clone, V: Clone> Shard<K, V> {
-    pub(crate) fn new(main: usize, window: usize) -> Self {
-        Shard { main: Lru::new(main), window: Lru::new(window), counters: Counters::default() }
+/// What an insert leaves to drop once the lock is released.
+pub(crate) struct Leftovers<K, V> {
+    /// The value an update replaced.
+    pub(crate) replaced: Option<V>,
+    /// The entry offered, when it was not stored; or the entry an update removed.
+    pub(crate) refused: Option<(K, V)>,
+    /// Entries evicted to make room.
+    pub(crate) evicted: Evicted<K, V>,
+}
+
+impl<K: Hash + Eq, V: Clone> Shard<K, V> {
+    /// A shard holding at most `capacity` weight; `expected` entries are preallocated.
+    pub(crate) fn new(policy: AdmissionPolicy, capacity: u64, expected: usize) -> Self {
+        Shard {
+            store: Store::with_capacity(expected),
+            policy: Policy::new(policy, capacity),
+            counters: Counters::default(),
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.main.len() + self.window.len()
+        self.store.len()
     }
 
-    pub(crate) fn get(&mut self, key: &K, gate: &SeenBefore) -> Option<V> {
-        let found = match self.main.get(key) {
-            Some(v) => Some(v.clone()),
-            // A hit on probation earns the key a place in the main LRU.
-            None => self.window.remove(key).inspect(|v| self.promote(key.clone(), v.clone(), gate)),
-        };
-        match found {
-            Some(_) => self.counters.hits += 1,
-            None => self.counters.misses += 1,
-        }
-        found
+    pub(crate) fn weight(&self) -> u64 {
+        self.store.total_weight()
     }
 
-    /// Moves `key` into the main LRU; main's least recently used entry is demoted to the
-    /// window (a second chance), whose own victim leaves the cache as a ghost in the gate.
-    fn promote(&mut self, key: K, value: V, gate: &SeenBefore) {
-        if let Some((old, old_value)) = self.main.insert(key, value) {
-            self.window_insert(old, old_value, gate);
-        }
+    /// A lookup under the read lock: a hit counts the request on the entry.
+    #[inline]
+    pub(crate) fn get(&self, hash: u64, key: &K) -> Option<V> {
+        let entry = self.store.entry(self.store.find(hash, key)?);
+        entry.touch(MAX_FREQ);
+        Some(entry.value.clone())
     }
 
-    /// Puts `key` on probation; the window's least recently used entry leaves the cache
-    /// and stays only as a recording in the gate.
-    fn window_insert(&mut self, key: K, value: V, gate: &SeenBefore) {
-        if let Some((old, _)) = self.window.insert(key, value) {
-            self.counters.evictions += 1;
-            gate.record(&old);
-        }
+    /// A lookup under the write lock, for LRU: a hit becomes most recently used.
+    pub(crate) fn get_mut(&mut self, hash: u64, key: &K) -> Option<V> {
+        let index = self.store.find(hash, key)?;
+        self.store.requeue(index, Queue::Main);
+        Some(self.store.entry(index).value.clone())
     }
 
-    pub(crate) fn remove(&mut self, key: &K) -> Option<V> {
-        self.main.remove(key).or_else(|| self.window.remove(key))
+    /// Removes `key`, returning its entry.
+    pub(crate) fn remove(&mut self, hash: u64, key: &K) -> Option<(K, V)> {
+        let entry = self.store.remove(self.store.find(hash, key)?);
+        Some((entry.key, entry.value))
     }
 
-    /// Stores `value` for `key` if the policy admits it.
+    /// Stores `value` for `key` if the key is present (replacing its value: a request,
+    /// like a hit) or the policy admits it.
     pub(crate) fn insert(
         &mut self,
         key: K,
         value: V,
-        policy: AdmissionPolicy,
+        hash: u64,
+        weight: u32,
         gate: &SeenBefore,
-    ) -> Admission {
-        let value = match self.main.update(&key, value) {
-            Ok(()) => return Admission::Updated,
-            Err(value) => value,
-        };
-        let value = match self.window.update(&key, value) {
-            Ok(()) => return Admission::Updated,
-            Err(value) => value,
-        };
-        let admitted = match policy {
-            AdmissionPolicy::Always => {
-                // Plain LRU: the gate plays no part, not even for ghosts.
-                if self.main.insert(key, value).is_some() {
-                    self.counters.evictions += 1;
-                }
-                true
+    ) -> (Admission, Leftovers<K, V>) {
+        let mut out = Leftovers { replaced: None, refused: None, evicted: Evicted::new() };
+        let too_heavy = u64::from(weight) > self.policy.capacity;
+        let (admission, spare) = match self.store.find(hash, &key) {
+            Some(index) if too_heavy => {
+                // The key's new value does not fit: it leaves rather than keep a value
+                // its owner has replaced.
+                let old = self.store.remove(index);
+                out.evicted.push((old.key, old.value));
+                out.refused = Some((key, value));
+                self.counters.rejected += 1;
+                (Admission::TooHeavy, None)
             }
-            AdmissionPolicy::SecondHit => {
-                let seen = gate.check_and_record(&key);
-                if seen {
-                    gate.forget(&key);
-                    self.main_insert(key, value, gate);
+            Some(index) => {
+                out.replaced = Some(std::mem::replace(&mut self.store.entry_mut(index).value, value));
+                self.store.reweigh(index, weight);
+                match self.policy.kind {
+                    AdmissionPolicy::Always => self.store.requeue(index, Queue::Main),
+                    _ => self.store.entry(index).touch(MAX_FREQ),
                 }
-                seen
+                (Admission::Updated, Some(index))
             }
-            AdmissionPolicy::Probation => {
-                if gate.check_and_record(&key) {
-                    // Seen recently (a ghost of a key that left the cache, or a key
-                    // requested twice before it could be stored): straight to main.
-                    gate.forget(&key);
-                    self.promote(key, value, gate);
-                } else {
-                    self.window_insert(key, value, gate);
+            None if too_heavy => {
+                out.refused = Some((key, value));
+                self.counters.rejected += 1;
+                (Admission::TooHeavy, None)
+            }
+            None => match self.policy.admit(&self.store, hash, gate) {
+                Some(queue) => {
+                    let index = self.store.insert(key, value, hash, weight, queue);
+                    self.counters.admitted += 1;
+                    (Admission::Admitted, Some(index))
                 }
-                true
-            }
+                None => {
+                    out.refused = Some((key, value));
+                    self.counters.rejected += 1;
+                    (Admission::Rejected, None)
+                }
+            },
         };
-        if admitted {
-            self.counters.admitted += 1;
-            Admission::Admitted
-        } else {
-            self.counters.rejected += 1;
-            Admission::Rejected
-        }
-    }
-
-    /// Inserts into the main LRU; an evicted key is recorded in the gate as a ghost, so
-    /// that if it comes back soon it is admitted at once instead of waiting for a second
-    /// request again.
-    fn main_insert(&mut self, key: K, value: V, gate: &SeenBefore) {
-        if let Some((evicted, _)) = self.main.insert(key, value) {
-            self.counters.evictions += 1;
-            gate.record(&evicted);
-        }
+        self.policy.evict(&mut self.store, spare, gate, &mut out.evicted);
+        self.counters.evictions += out.evicted.count() as u64;
+        (admission, out)
     }
 }

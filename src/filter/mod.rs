@@ -278,8 +278,14 @@ impl CuckooFilter {
         }
     }
 
+    /// The hasher behind [`hash`](Self::hash).
+    pub(crate) fn hasher(&self) -> &ahash::RandomState {
+        &self.hasher
+    }
+
+    /// The 64-bit hash this filter places `key` by; the `*_hashed` methods take it.
     #[inline]
-    fn hash<T: Hash + ?Sized>(&self, key: &T) -> u64 {
+    pub(crate) fn hash<T: Hash + ?Sized>(&self, key: &T) -> u64 {
         self.hasher.hash_one(key)
     }
 
@@ -378,7 +384,12 @@ impl CuckooFilter {
     /// # Ok::<(), cuckoo_gate::InsertError>(())
     /// ```
     pub fn insert_unique<T: Hash + ?Sized>(&self, key: &T) -> Result<bool, InsertError> {
-        self.insert_hash(self.hash(key), true)
+        self.insert_unique_hashed(self.hash(key))
+    }
+
+    /// [`insert_unique`](Self::insert_unique) for a key already hashed to `hash`.
+    pub(crate) fn insert_unique_hashed(&self, hash: u64) -> Result<bool, InsertError> {
+        self.insert_hash(hash, true)
     }
 
     fn insert_hash(&self, hash: u64, unique: bool) -> Result<bool, InsertError> {
@@ -418,7 +429,12 @@ impl CuckooFilter {
     /// ```
     #[inline]
     pub fn contains<T: Hash + ?Sized>(&self, key: &T) -> bool {
-        let hash = self.hash(key);
+        self.contains_hashed(self.hash(key))
+    }
+
+    /// [`contains`](Self::contains) for a key already hashed to `hash`.
+    #[inline]
+    pub(crate) fn contains_hashed(&self, hash: u64) -> bool {
         self.current.read(|tables| with_table!(tables, t => t.contains(t.geometry().probe(hash))))
     }
 
@@ -497,7 +513,11 @@ impl CuckooFilter {
     /// # Ok::<(), cuckoo_gate::InsertError>(())
     /// ```
     pub fn remove<T: Hash + ?Sized>(&self, key: &T) -> bool {
-        let hash = self.hash(key);
+        self.remove_hashed(self.hash(key))
+    }
+
+    /// [`remove`](Self::remove) for a key already hashed to `hash`.
+    pub(crate) fn remove_hashed(&self, hash: u64) -> bool {
         self.write(|tables| with_table!(tables, t => t.remove(t.geometry().probe(hash))))
     }
 

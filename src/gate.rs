@@ -1,15 +1,24 @@
 //! The seen-before gate: remembers which keys were recently seen, in two generations of
 //! cuckoo filters, and answers "seen before?" while recording the key, atomically.
 //!
-//! A key is recorded in the *current* generation. After `capacity` recordings the gate
-//! rotates: the older generation is cleared and becomes the current one, so a key is
-//! remembered for between `capacity` and `2 * capacity` recordings after it was last seen,
-//! and memory stays bounded at two filters of `capacity` items (aging, as ristretto's and
-//! Caffeine's doorkeepers do by resetting). A key found in the previous generation is
-//! copied into the current one, so keys that keep coming back are never forgotten.
+//! A key is recorded in the *current* generation. Once the current generation holds
+//! `capacity` keys the gate rotates: the older generation is cleared and becomes the
+//! current one. So a key is remembered for at least `capacity` new recordings after it was
+//! last recorded (the generation that took over must fill before the key's is cleared),
+//! and memory stays bounded at two filters (aging, as ristretto's and Caffeine's
+//! doorkeepers do by resetting). A key found in the previous generation is copied into the
+//! current one, so keys that keep coming back are never forgotten.
+//!
+//! Rotation is checked, not counted: a shared counter of recordings would be written by
+//! every thread on every recording. After about one new recording in [`CHECK_INTERVAL`]
+//! (chosen by the key's hash) the recorder sums the current filter's per-stripe sizes; the
+//! filters have room for the few recordings that land between two checks. Two threads
+//! that see the same full generation both ask to rotate, and the generation counter lets
+//! only the first one do it.
 //!
 //! [`SeenBefore::forget`] removes a key (cuckoo deletion), which a cache uses to drop keys
-//! it has admitted, so the gate holds only keys still waiting.
+//! it has admitted, so the gate holds only keys still waiting; [`SeenBefore::take`] asks
+//! and forgets in one call.
 //!
 //! Atomicity: `check_and_record` runs under a shared lock that only rotation takes
 //! exclusively, and records with [`CuckooFilter::insert_unique`]; of threads racing on one
@@ -20,8 +29,30 @@ use std::io::{Read, Write};
 
 use crate::error::BuildError;
 use crate::filter::CuckooFilter;
-use crate::primitive::{AtomicU64, AtomicUsize, Ordering, RwLock};
+use crate::primitive::RwLock;
 use crate::snapshot::{Decoder, Encoder, Kind, SnapshotError};
+
+/// How often, in new recordings, a recorder checks whether the current generation is full
+/// (for capacities above a few thousand; smaller gates check on every recording).
+const CHECK_INTERVAL: usize = 64;
+
+/// Keys a generation's filter is built for: the capacity, plus room for the recordings
+/// that land between two checks (about `CHECK_INTERVAL` on average; the slack makes
+/// running out before the check fires vanishingly rare, and harmless when it happens: a
+/// full filter rotates at once).
+fn filter_capacity(capacity: usize) -> usize {
+    capacity.saturating_add(capacity / 8).saturating_add(4 * CHECK_INTERVAL)
+}
+
+/// `hash & mask == 0` for about one hash in `CHECK_INTERVAL` (every hash for small gates,
+/// where the slack would be a large share of the filter).
+fn check_mask(capacity: usize) -> u64 {
+    if capacity < 64 * CHECK_INTERVAL {
+        0
+    } else {
+        CHECK_INTERVAL as u64 - 1
+    }
+}
 
 /// Default false-positive rate of the gate: 1% of one-hit wonders slip through as "seen".
 pub const DEFAULT_GATE_FALSE_POSITIVE_RATE: f64 = 0.01;
@@ -40,18 +71,21 @@ pub const DEFAULT_GATE_FALSE_POSITIVE_RATE: f64 = 0.01;
 /// ```
 #[derive(Debug)]
 pub struct SeenBefore {
-    /// `generations[current & 1]` is current; the other is the previous generation.
     generations: RwLock<Generations>,
-    /// Recordings into the current generation since the last rotation.
-    recorded: AtomicUsize,
+    /// The filters' hasher (both generations share one seed), so a key is hashed once.
+    hasher: ahash::RandomState,
     capacity: usize,
-    rotations: AtomicU64,
+    check_mask: u64,
 }
 
 #[derive(Debug)]
 struct Generations {
+    /// `filters[current]` is current; the other is the previous generation.
     filters: [CuckooFilter; 2],
     current: usize,
+    /// Rotations so far: names the current generation, so that a rotation asked for by
+    /// a thread that saw a generation fill happens once, not once per such thread.
+    rotations: u64,
 }
 
 /// Configures a [`SeenBefore`] gate. Made by [`SeenBefore::builder`].
@@ -100,23 +134,22 @@ impl SeenBeforeBuilder {
     /// assert!(SeenBefore::builder().capacity(10).false_positive_rate(0.01).seed(1).build().is_ok());
     /// ```
     pub fn build(self) -> Result<SeenBefore, BuildError> {
-        let filter = |salt: u64| {
-            let b = CuckooFilter::builder()
-                .capacity(self.capacity)
-                .max_capacity(self.capacity)
-                .false_positive_rate(self.false_positive_rate);
-            match self.seed {
-                Some(seed) => b.seed(seed ^ salt).build(),
-                None => b.build(),
-            }
-        };
-        let filters = [filter(0)?, filter(0x9E37_79B9)?];
-        Ok(SeenBefore {
-            generations: RwLock::new(Generations { filters, current: 0 }),
-            recorded: AtomicUsize::new(0),
-            capacity: self.capacity,
-            rotations: AtomicU64::new(0),
-        })
+        if self.capacity == 0 {
+            return Err(BuildError::ZeroCapacity);
+        }
+        let first = generation(self.capacity, self.false_positive_rate, self.seed)?;
+        let second = generation(self.capacity, self.false_positive_rate, Some(first.seed()))?;
+        Ok(SeenBefore::from_parts([first, second], 0, 0, self.capacity))
+    }
+}
+
+/// An empty generation's filter for a gate of `capacity`.
+fn generation(capacity: usize, epsilon: f64, seed: Option<u64>) -> Result<CuckooFilter, BuildError> {
+    let keys = filter_capacity(capacity);
+    let builder = CuckooFilter::builder().capacity(keys).max_capacity(keys).false_positive_rate(epsilon);
+    match seed {
+        Some(seed) => builder.seed(seed).build(),
+        None => builder.build(),
     }
 }
 
@@ -138,6 +171,30 @@ impl SeenBefore {
     /// A builder; set at least [`SeenBeforeBuilder::capacity`].
     pub fn builder() -> SeenBeforeBuilder {
         SeenBeforeBuilder { capacity: 0, false_positive_rate: DEFAULT_GATE_FALSE_POSITIVE_RATE, seed: None }
+    }
+
+    fn from_parts(filters: [CuckooFilter; 2], current: usize, rotations: u64, capacity: usize) -> Self {
+        SeenBefore {
+            hasher: filters[0].hasher().clone(),
+            generations: RwLock::new(Generations { filters, current, rotations }),
+            capacity,
+            check_mask: check_mask(capacity),
+        }
+    }
+
+    /// The 64-bit hash the gate stores `key` by: what the `*_hash` methods take.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let gate = cuckoo_gate::SeenBefore::builder().capacity(100).build()?;
+    /// gate.record("k");
+    /// assert!(gate.contains_hash(gate.hash("k")));
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    #[inline]
+    pub fn hash<T: Hash + ?Sized>(&self, key: &T) -> u64 {
+        self.hasher.hash_one(key)
     }
 
     /// Answers whether `key` was seen before, and records it. `false` means first sighting
@@ -164,27 +221,35 @@ impl SeenBefore {
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     pub fn check_and_record<T: Hash + ?Sized>(&self, key: &T) -> bool {
+        self.check_and_record_hash(self.hash(key))
+    }
+
+    /// [`check_and_record`](Self::check_and_record) for a key already hashed: `hash` is
+    /// [`hash`](Self::hash) of the key, or any well-mixed 64-bit hash of it (such as a
+    /// cache's own), used the same way for the key every time.
+    pub fn check_and_record_hash(&self, hash: u64) -> bool {
         loop {
-            {
+            let full = {
                 let generations = self.generations.read();
                 let current = &generations.filters[generations.current];
-                let previous = &generations.filters[generations.current ^ 1];
-                let seen = previous.contains(key);
-                match current.insert_unique(key) {
+                let seen = generations.filters[generations.current ^ 1].contains_hashed(hash);
+                match current.insert_unique_hashed(hash) {
                     Ok(true) => {
-                        if self.recorded.fetch_add(1, Ordering::Relaxed) + 1 == self.capacity {
+                        let check = hash.rotate_left(32) & self.check_mask == 0;
+                        if check && current.len() >= self.capacity {
+                            let rotations = generations.rotations;
                             drop(generations);
-                            self.rotate();
+                            self.rotate(rotations);
                         }
                         return seen;
                     }
                     Ok(false) => return true,
-                    // The current generation is full before `capacity` recordings (a burst
-                    // of copies or an unlucky table): rotate and record again.
-                    Err(_) => {}
+                    // The current generation is full before the check saw it (rare: see
+                    // `filter_capacity`): rotate and record again.
+                    Err(_) => generations.rotations,
                 }
-            }
-            self.rotate();
+            };
+            self.rotate(full);
         }
     }
 
@@ -199,7 +264,13 @@ impl SeenBefore {
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     pub fn record<T: Hash + ?Sized>(&self, key: &T) {
-        self.check_and_record(key);
+        self.check_and_record_hash(self.hash(key));
+    }
+
+    /// [`record`](Self::record) for a key already hashed (see
+    /// [`check_and_record_hash`](Self::check_and_record_hash)).
+    pub fn record_hash(&self, hash: u64) {
+        self.check_and_record_hash(hash);
     }
 
     /// Whether `key` was seen, without recording it. Lock-free apart from the shared lock.
@@ -214,8 +285,13 @@ impl SeenBefore {
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     pub fn contains<T: Hash + ?Sized>(&self, key: &T) -> bool {
+        self.contains_hash(self.hash(key))
+    }
+
+    /// [`contains`](Self::contains) for a key already hashed.
+    pub fn contains_hash(&self, hash: u64) -> bool {
         let generations = self.generations.read();
-        generations.filters.iter().any(|f| f.contains(key))
+        generations.filters.iter().any(|f| f.contains_hashed(hash))
     }
 
     /// Forgets `key` (one recording of it in each generation). Call only for keys that
@@ -231,20 +307,46 @@ impl SeenBefore {
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     pub fn forget<T: Hash + ?Sized>(&self, key: &T) {
-        let generations = self.generations.read();
-        for filter in &generations.filters {
-            filter.remove(key);
-        }
+        self.take_hash(self.hash(key));
     }
 
-    /// Starts a new generation: clears the older one and makes it current.
-    fn rotate(&self) {
+    /// Whether `key` was seen, forgetting it if so: [`contains`](Self::contains) and
+    /// [`forget`](Self::forget) as one call (a ghost lookup that consumes the ghost).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let gate = cuckoo_gate::SeenBefore::builder().capacity(100).build()?;
+    /// gate.record("k");
+    /// assert!(gate.take("k"));
+    /// assert!(!gate.take("k"));
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub fn take<T: Hash + ?Sized>(&self, key: &T) -> bool {
+        self.take_hash(self.hash(key))
+    }
+
+    /// [`take`](Self::take) for a key already hashed.
+    pub fn take_hash(&self, hash: u64) -> bool {
+        let generations = self.generations.read();
+        let mut seen = false;
+        for filter in &generations.filters {
+            seen |= filter.remove_hashed(hash);
+        }
+        seen
+    }
+
+    /// Starts a new generation, unless one was started since `rotations` was read: clears
+    /// the older generation and makes it current.
+    fn rotate(&self, rotations: u64) {
         let mut generations = self.generations.write();
+        if generations.rotations != rotations {
+            return;
+        }
         let older = generations.current ^ 1;
         generations.filters[older].clear();
         generations.current = older;
-        self.recorded.store(0, Ordering::Relaxed);
-        self.rotations.fetch_add(1, Ordering::Relaxed);
+        generations.rotations += 1;
     }
 
     /// Writes a snapshot of the gate (both generations and the aging state) to `writer`;
@@ -279,10 +381,10 @@ impl SeenBefore {
         let generations = self.generations.read();
         let mut e = Encoder::new(writer, Kind::Gate)?;
         e.usize(self.capacity)?;
-        // At `capacity` a rotation is due (and waits for this read lock): restore the gate
-        // one recording short of it, so its next recording rotates.
-        e.usize(self.recorded.load(Ordering::Relaxed).min(self.capacity - 1))?;
-        e.u64(self.rotations.load(Ordering::Relaxed))?;
+        // Written for readers of older builds, which counted recordings; this one reads
+        // the current generation's size instead.
+        e.usize(generations.filters[generations.current].len().min(self.capacity - 1))?;
+        e.u64(generations.rotations)?;
         e.u8(generations.current as u8)?;
         for filter in &generations.filters {
             filter.snapshot(&mut e)?;
@@ -312,26 +414,32 @@ impl SeenBefore {
         let recorded = d.usize("recordings")?;
         let rotations = d.u64()?;
         let current = d.u8()?;
-        let filters = [CuckooFilter::restore(&mut d)?, CuckooFilter::restore(&mut d)?];
+        let mut filters = [CuckooFilter::restore(&mut d)?, CuckooFilter::restore(&mut d)?];
         d.finish()?;
         if capacity == 0 || recorded >= capacity || current > 1 {
             return Err(SnapshotError::inconsistent("gate capacity, recordings or current generation"));
         }
+        let current = usize::from(current);
+        // Gates written before 0.2 sized their filters for the capacity exactly and seeded
+        // the generations apart.
         let built_for = |f: &CuckooFilter| {
             let stats = f.stats();
-            stats.doublings_left == 0 && stats.doublings == 0 && f.is_sized_for(capacity)
+            stats.doublings_left == 0
+                && stats.doublings == 0
+                && (f.is_sized_for(filter_capacity(capacity)) || f.is_sized_for(capacity))
         };
-        if !filters.iter().all(built_for)
-            || filters[0].false_positive_rate() != filters[1].false_positive_rate()
-        {
+        let epsilon = filters[0].false_positive_rate();
+        if !filters.iter().all(built_for) || epsilon != filters[1].false_positive_rate() {
             return Err(SnapshotError::inconsistent("gate filters not built for the gate's capacity"));
         }
-        Ok(SeenBefore {
-            generations: RwLock::new(Generations { filters, current: current.into() }),
-            recorded: AtomicUsize::new(recorded),
-            capacity,
-            rotations: AtomicU64::new(rotations),
-        })
+        if filters[0].seed() != filters[1].seed() {
+            // Such a gate hashed each generation its own way; this one hashes a key once.
+            // Keep the current generation and start the previous one afresh, seeded alike.
+            let fresh = generation(capacity, epsilon, Some(filters[current].seed()))
+                .map_err(|_| SnapshotError::inconsistent("gate filters not built for the gate's capacity"))?;
+            filters[current ^ 1] = fresh;
+        }
+        Ok(SeenBefore::from_parts(filters, current, rotations, capacity))
     }
 
     /// Counters and size.
@@ -351,7 +459,7 @@ impl SeenBefore {
         GateStats {
             len: generations.filters.iter().map(CuckooFilter::len).sum(),
             capacity: self.capacity,
-            rotations: self.rotations.load(Ordering::Relaxed),
+            rotations: generations.rotations,
             memory_bytes: generations.filters.iter().map(CuckooFilter::memory_usage).sum(),
         }
     }

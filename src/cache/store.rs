@@ -1,0 +1,198 @@
+//! A shard's entries: a hash table of slot indices, a slab of entries, and two queues
+//! (doubly linked lists threaded through the slab by index).
+//!
+//! Each entry stores its key's hash, so the table never hashes a key again (growing the
+//! table rehashes stored hashes), and removal finds an entry's table slot by index, never
+//! by comparing keys. The only user code this module runs is `K::eq`, in [`Store::find`],
+//! before it changes anything: a panicking `Eq` leaves the store as it was.
+
+use hashbrown::HashTable;
+
+use crate::primitive::{AtomicU8, Ordering};
+
+const NIL: u32 = u32::MAX;
+
+/// Which queue an entry is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Queue {
+    /// New entries on probation (S3-FIFO's small queue).
+    Small = 0,
+    /// Everything else.
+    Main = 1,
+}
+
+pub(crate) struct Entry<K, V> {
+    pub(crate) key: K,
+    pub(crate) value: V,
+    pub(crate) hash: u64,
+    pub(crate) weight: u32,
+    /// Requests since insertion or since eviction last passed the entry over, capped;
+    /// readers raise it under the shard's read lock.
+    pub(crate) freq: AtomicU8,
+    queue: Queue,
+    /// Toward the head (newer).
+    prev: u32,
+    /// Toward the tail (older).
+    next: u32,
+}
+
+#[derive(Clone, Copy)]
+struct List {
+    head: u32,
+    tail: u32,
+    weight: u64,
+}
+
+const EMPTY: List = List { head: NIL, tail: NIL, weight: 0 };
+
+pub(crate) struct Store<K, V> {
+    table: HashTable<u32>,
+    slots: Vec<Option<Entry<K, V>>>,
+    free: Vec<u32>,
+    queues: [List; 2],
+}
+
+impl<K, V> Store<K, V> {
+    pub(crate) fn with_capacity(entries: usize) -> Self {
+        Store {
+            table: HashTable::with_capacity(entries),
+            slots: Vec::with_capacity(entries),
+            free: Vec::new(),
+            queues: [EMPTY; 2],
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Total weight of the entries on `queue`.
+    pub(crate) fn weight(&self, queue: Queue) -> u64 {
+        self.queues[queue as usize].weight
+    }
+
+    /// Total weight of all entries.
+    pub(crate) fn total_weight(&self) -> u64 {
+        self.queues[0].weight + self.queues[1].weight
+    }
+
+    /// The index of `key`'s entry.
+    #[inline]
+    pub(crate) fn find(&self, hash: u64, key: &K) -> Option<u32>
+    where
+        K: Eq,
+    {
+        let slots = &self.slots;
+        self.table
+            .find(hash, |&i| matches!(&slots[i as usize], Some(e) if e.hash == hash && e.key == *key))
+            .copied()
+    }
+
+    /// The entry at `index` (which `find` or `tail` returned).
+    #[inline]
+    pub(crate) fn entry(&self, index: u32) -> &Entry<K, V> {
+        self.slots[index as usize].as_ref().expect("indices handed out name occupied slots")
+    }
+
+    #[inline]
+    pub(crate) fn entry_mut(&mut self, index: u32) -> &mut Entry<K, V> {
+        self.slots[index as usize].as_mut().expect("indices handed out name occupied slots")
+    }
+
+    /// The oldest entry on `queue`.
+    pub(crate) fn tail(&self, queue: Queue) -> Option<u32> {
+        Some(self.queues[queue as usize].tail).filter(|&t| t != NIL)
+    }
+
+    /// Stores an entry for a key that is absent, at the head of `queue`.
+    pub(crate) fn insert(&mut self, key: K, value: V, hash: u64, weight: u32, queue: Queue) -> u32 {
+        let entry = Entry { key, value, hash, weight, freq: AtomicU8::new(0), queue, prev: NIL, next: NIL };
+        let index = match self.free.pop() {
+            Some(index) => {
+                self.slots[index as usize] = Some(entry);
+                index
+            }
+            None => {
+                self.slots.push(Some(entry));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let slots = &self.slots;
+        self.table.insert_unique(hash, index, |&i| slots[i as usize].as_ref().map_or(0, |e| e.hash));
+        self.link(index, queue);
+        index
+    }
+
+    /// Removes the entry at `index`, returning it.
+    pub(crate) fn remove(&mut self, index: u32) -> Entry<K, V> {
+        self.unlink(index);
+        let hash = self.entry(index).hash;
+        if let Ok(slot) = self.table.find_entry(hash, |&i| i == index) {
+            slot.remove();
+        }
+        self.free.push(index);
+        self.slots[index as usize].take().expect("indices handed out name occupied slots")
+    }
+
+    /// Moves the entry at `index` to the head of `queue`.
+    pub(crate) fn requeue(&mut self, index: u32, queue: Queue) {
+        self.unlink(index);
+        self.link(index, queue);
+    }
+
+    /// Sets the weight of the entry at `index`.
+    pub(crate) fn reweigh(&mut self, index: u32, weight: u32) {
+        let entry = self.entry_mut(index);
+        let (queue, old) = (entry.queue, entry.weight);
+        entry.weight = weight;
+        let list = &mut self.queues[queue as usize];
+        list.weight = list.weight - u64::from(old) + u64::from(weight);
+    }
+
+    fn link(&mut self, index: u32, queue: Queue) {
+        let old_head = self.queues[queue as usize].head;
+        let entry = self.entry_mut(index);
+        entry.queue = queue;
+        entry.prev = NIL;
+        entry.next = old_head;
+        let weight = u64::from(entry.weight);
+        match old_head {
+            NIL => self.queues[queue as usize].tail = index,
+            h => self.entry_mut(h).prev = index,
+        }
+        let list = &mut self.queues[queue as usize];
+        list.head = index;
+        list.weight += weight;
+    }
+
+    fn unlink(&mut self, index: u32) {
+        let entry = self.entry(index);
+        let (prev, next, queue, weight) = (entry.prev, entry.next, entry.queue, entry.weight);
+        match prev {
+            NIL => self.queues[queue as usize].head = next,
+            p => self.entry_mut(p).next = next,
+        }
+        match next {
+            NIL => self.queues[queue as usize].tail = prev,
+            n => self.entry_mut(n).prev = prev,
+        }
+        self.queues[queue as usize].weight -= u64::from(weight);
+    }
+}
+
+impl<K, V> Entry<K, V> {
+    pub(crate) fn queue(&self) -> Queue {
+        self.queue
+    }
+
+    /// Counts a request, up to `max`. A plain load and store: a racing reader's increment
+    /// may be lost, which only makes the count a little lower. Hot entries already at
+    /// `max` are not written at all, so their cache line stays shared between cores.
+    #[inline]
+    pub(crate) fn touch(&self, max: u8) {
+        let freq = self.freq.load(Ordering::Relaxed);
+        if freq < max {
+            self.freq.store(freq + 1, Ordering::Relaxed);
+        }
+    }
+}
