@@ -228,11 +228,17 @@ impl SeenBefore {
     /// [`hash`](Self::hash) of the key, or any well-mixed 64-bit hash of it (such as a
     /// cache's own), used the same way for the key every time.
     pub fn check_and_record_hash(&self, hash: u64) -> bool {
+        self.record_inner(hash, true)
+    }
+
+    /// Records `hash` in the current generation; with `ask`, answers whether it was seen
+    /// before (otherwise `false`, without reading the previous generation).
+    fn record_inner(&self, hash: u64, ask: bool) -> bool {
         loop {
             let full = {
                 let generations = self.generations.read();
                 let current = &generations.filters[generations.current];
-                let seen = generations.filters[generations.current ^ 1].contains_hashed(hash);
+                let seen = ask && generations.filters[generations.current ^ 1].contains_hashed(hash);
                 match current.insert_unique_hashed(hash) {
                     Ok(true) => {
                         let check = hash.rotate_left(32) & self.check_mask == 0;
@@ -264,13 +270,13 @@ impl SeenBefore {
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     pub fn record<T: Hash + ?Sized>(&self, key: &T) {
-        self.check_and_record_hash(self.hash(key));
+        self.record_inner(self.hash(key), false);
     }
 
     /// [`record`](Self::record) for a key already hashed (see
     /// [`check_and_record_hash`](Self::check_and_record_hash)).
     pub fn record_hash(&self, hash: u64) {
-        self.check_and_record_hash(hash);
+        self.record_inner(hash, false);
     }
 
     /// Whether `key` was seen, without recording it. Lock-free apart from the shared lock.
@@ -331,7 +337,9 @@ impl SeenBefore {
         let generations = self.generations.read();
         let mut seen = false;
         for filter in &generations.filters {
-            seen |= filter.remove_hashed(hash);
+            // Most keys asked about are absent: a lock-free lookup rules them out before
+            // a locked remove.
+            seen |= filter.contains_hashed(hash) && filter.remove_hashed(hash);
         }
         seen
     }
