@@ -29,12 +29,16 @@ use std::io::{Read, Write};
 
 use crate::error::BuildError;
 use crate::filter::CuckooFilter;
-use crate::primitive::RwLock;
+use crate::primitive::{yield_now, RwLock};
 use crate::snapshot::{Decoder, Encoder, Kind, SnapshotError};
 
 /// How often, in new recordings, a recorder checks whether the current generation is full
 /// (for capacities above a few thousand; smaller gates check on every recording).
 const CHECK_INTERVAL: usize = 64;
+
+/// Times a recording is retried when the current generation refuses it while far from
+/// full, before the key is left unrecorded.
+const MAX_REFUSALS: u32 = 16;
 
 /// Keys a generation's filter is built for: the capacity, plus room for the recordings
 /// that land between two checks (about `CHECK_INTERVAL` on average; the slack makes
@@ -234,6 +238,7 @@ impl SeenBefore {
     /// Records `hash` in the current generation; with `ask`, answers whether it was seen
     /// before (otherwise `false`, without reading the previous generation).
     fn record_inner(&self, hash: u64, ask: bool) -> bool {
+        let mut refusals = 0;
         loop {
             let full = {
                 let generations = self.generations.read();
@@ -250,9 +255,24 @@ impl SeenBefore {
                         return seen;
                     }
                     Ok(false) => return true,
-                    // The current generation is full before the check saw it (rare: see
-                    // `filter_capacity`): rotate and record again.
-                    Err(_) => generations.rotations,
+                    // Refused: a writer relocating in the key's buckets at that moment
+                    // can make the search give up, so try again a few times. Still
+                    // refused: the generation is full before the check saw it (rare: see
+                    // `filter_capacity`), so rotate and record again; or, far from full,
+                    // the key's buckets are crowded by keys that collide on purpose, and
+                    // rotating would forget a generation early, so this one key is left
+                    // unrecorded.
+                    Err(_) if refusals < MAX_REFUSALS => {
+                        refusals += 1;
+                        drop(generations);
+                        yield_now();
+                        continue;
+                    }
+                    Err(_) if current.len() >= self.capacity / 2 => {
+                        refusals = 0;
+                        generations.rotations
+                    }
+                    Err(_) => return seen,
                 }
             };
             self.rotate(full);

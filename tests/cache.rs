@@ -144,27 +144,28 @@ fn evicted_keys_return_without_waiting() {
 }
 
 #[test]
-fn probation_admits_keys_used_in_the_window() {
-    let cache: AdmissionCache<u64, u64> = AdmissionCache::builder()
-        .capacity(100)
-        .admission(AdmissionPolicy::Probation)
-        .probation_window(0.1)
-        .shards(1)
-        .build()
-        .unwrap();
-    assert_eq!(cache.insert(1, 1), Admission::Admitted); // on probation
-    assert_eq!(cache.get(&1), Some(1)); // a hit on probation: promoted to main
-    for key in 100..120 {
-        cache.insert(key, key); // 20 new keys through a 10-entry probation segment
+fn s3fifo_keeps_keys_used_twice_and_readmits_ghosts() {
+    let cache: AdmissionCache<u64, u64> = AdmissionCache::builder().capacity(100).shards(1).build().unwrap();
+    assert_eq!(cache.policy(), AdmissionPolicy::S3Fifo, "the default policy");
+    for key in 0..100 {
+        assert_eq!(cache.insert(key, key), Admission::Admitted);
     }
-    assert_eq!(cache.get(&1), Some(1), "a promoted key is not pushed out by new keys");
-    assert_eq!(cache.get(&100), None, "an unused key leaves probation");
-    // A key that left unused is remembered by the gate: asked again, it goes to main.
-    assert_eq!(cache.insert(100, 100), Admission::Admitted);
-    for key in 200..220 {
+    assert_eq!(cache.get(&1), Some(1)); // requested again: it earns more rounds
+    for key in 1_000..1_300 {
+        cache.insert(key, key); // a scan of 300 new keys through a 100-entry cache
+    }
+    assert_eq!(cache.get(&1), Some(1), "a key used twice is not pushed out by a scan");
+    assert_eq!(cache.get(&1_000), None, "a scanned key left unused");
+    // A key that left the small queue unused is a ghost in the gate: asked again, it goes
+    // to main, where the next scan does not reach it before its requests run out.
+    assert!(cache.gate().contains(&1_250));
+    cache.insert(1_250, 1_250);
+    assert_eq!(cache.get(&1_250), Some(1_250));
+    for key in 2_000..2_050 {
         cache.insert(key, key);
     }
-    assert_eq!(cache.get(&100), Some(100));
+    assert_eq!(cache.get(&1_250), Some(1_250));
+    assert!(cache.len() <= 100);
 }
 
 #[test]
@@ -215,10 +216,15 @@ fn bad_configuration_is_an_error() {
         err(AdmissionCache::<u64, u64>::builder().capacity(10).shards(11)),
         BuildError::InvalidShards { .. }
     ));
+    // Far more shards than memory allows: an error, not an allocation abort.
     assert!(matches!(
-        err(AdmissionCache::<u64, u64>::builder().capacity(10).probation_window(1.0)),
-        BuildError::InvalidProbationWindow { .. }
+        err(AdmissionCache::<u64, u64>::builder().capacity((1 << 32) - 2).shards((1 << 32) - 2)),
+        BuildError::InvalidShards { .. }
     ));
+    assert_eq!(
+        err(AdmissionCache::<u64, u64>::builder().capacity(10).weigher(|_, _| 1)),
+        BuildError::EstimatedEntriesRequired
+    );
     assert_eq!(
         err(AdmissionCache::<u64, u64>::builder().capacity(10).gate_capacity(0)),
         BuildError::ZeroCapacity
@@ -229,7 +235,7 @@ fn bad_configuration_is_an_error() {
 
 #[test]
 fn concurrent_use_keeps_consistent_stats() {
-    for policy in [AdmissionPolicy::Always, AdmissionPolicy::SecondHit, AdmissionPolicy::Probation] {
+    for policy in [AdmissionPolicy::Always, AdmissionPolicy::SecondHit, AdmissionPolicy::S3Fifo] {
         let cache: Arc<AdmissionCache<u64, u64>> =
             Arc::new(AdmissionCache::builder().capacity(1_000).admission(policy).shards(8).build().unwrap());
         let per_thread: Vec<[u64; 4]> = (0..4u64)
@@ -252,6 +258,7 @@ fn concurrent_use_keeps_consistent_stats() {
                                 Admission::Admitted => counts[1] += 1,
                                 Admission::Rejected => counts[2] += 1,
                                 Admission::Updated => counts[3] += 1,
+                                other => panic!("{other:?} for an unweighted entry"),
                             },
                             _ => {
                                 if let Some(v) = cache.remove(&key) {
@@ -272,7 +279,7 @@ fn concurrent_use_keeps_consistent_stats() {
         assert_eq!(stats.hits + stats.misses, total(0), "{policy:?}");
         assert_eq!(stats.admitted, total(1), "{policy:?}");
         assert_eq!(stats.rejected, total(2), "{policy:?}");
-        assert!(cache.len() <= cache.capacity());
+        assert!(cache.len() as u64 <= cache.capacity());
     }
 }
 
