@@ -9,10 +9,11 @@
 //! doorkeepers do by resetting). A key found in the previous generation is copied into the
 //! current one, so keys that keep coming back are never forgotten.
 //!
-//! Rotation is checked, not counted: a shared counter of recordings would be written by
-//! every thread on every recording. After about one new recording in [`CHECK_INTERVAL`]
-//! (chosen by the key's hash) the recorder sums the current filter's per-stripe sizes; the
-//! filters have room for the few recordings that land between two checks. Two threads
+//! Recordings are counted per thread, not in one counter that every thread would write
+//! on every recording. After about one new recording in [`CHECK_INTERVAL`] (chosen by the
+//! key's hash) the recorder sums the counts; the filters have room for the few recordings
+//! that land between two checks. (The filter's own size would not do: a relocation in
+//! flight moves an item between the stripes it is summed over, so the sum can run ahead.) Two threads
 //! that see the same full generation both ask to rotate, and the generation counter lets
 //! only the first one do it.
 //!
@@ -29,16 +30,21 @@ use std::io::{Read, Write};
 
 use crate::error::BuildError;
 use crate::filter::CuckooFilter;
-use crate::primitive::{yield_now, RwLock};
+use crossbeam_utils::CachePadded;
+
+use crate::primitive::{thread_stripe, yield_now, AtomicUsize, Ordering, RwLock};
 use crate::snapshot::{Decoder, Encoder, Kind, SnapshotError};
 
 /// How often, in new recordings, a recorder checks whether the current generation is full
 /// (for capacities above a few thousand; smaller gates check on every recording).
 const CHECK_INTERVAL: usize = 64;
 
+/// Counters of new recordings (threads beyond this many share them).
+const RECORDING_STRIPES: usize = 16;
+
 /// Times a recording is retried when the current generation refuses it while far from
 /// full, before the key is left unrecorded.
-const MAX_REFUSALS: u32 = 16;
+const MAX_REFUSALS: u32 = 64;
 
 /// Keys a generation's filter is built for: the capacity, plus room for the recordings
 /// that land between two checks (about `CHECK_INTERVAL` on average; the slack makes
@@ -76,6 +82,9 @@ pub const DEFAULT_GATE_FALSE_POSITIVE_RATE: f64 = 0.01;
 #[derive(Debug)]
 pub struct SeenBefore {
     generations: RwLock<Generations>,
+    /// New recordings into the current generation, striped by thread (each thread adds
+    /// to its own line; a check sums them). Reset by rotation, under the write lock.
+    recorded: Box<[CachePadded<AtomicUsize>]>,
     /// The filters' hasher (both generations share one seed), so a key is hashed once.
     hasher: ahash::RandomState,
     capacity: usize,
@@ -181,6 +190,7 @@ impl SeenBefore {
         SeenBefore {
             hasher: filters[0].hasher().clone(),
             generations: RwLock::new(Generations { filters, current, rotations }),
+            recorded: (0..RECORDING_STRIPES).map(|_| CachePadded::new(AtomicUsize::new(0))).collect(),
             capacity,
             check_mask: check_mask(capacity),
         }
@@ -246,8 +256,10 @@ impl SeenBefore {
                 let seen = ask && generations.filters[generations.current ^ 1].contains_hashed(hash);
                 match current.insert_unique_hashed(hash) {
                     Ok(true) => {
+                        let stripe = &self.recorded[thread_stripe() % RECORDING_STRIPES];
+                        stripe.fetch_add(1, Ordering::Relaxed);
                         let check = hash.rotate_left(32) & self.check_mask == 0;
-                        if check && current.len() >= self.capacity {
+                        if check && self.recordings() >= self.capacity {
                             let rotations = generations.rotations;
                             drop(generations);
                             self.rotate(rotations);
@@ -255,24 +267,22 @@ impl SeenBefore {
                         return seen;
                     }
                     Ok(false) => return true,
-                    // Refused: a writer relocating in the key's buckets at that moment
-                    // can make the search give up, so try again a few times. Still
-                    // refused: the generation is full before the check saw it (rare: see
-                    // `filter_capacity`), so rotate and record again; or, far from full,
-                    // the key's buckets are crowded by keys that collide on purpose, and
-                    // rotating would forget a generation early, so this one key is left
-                    // unrecorded.
-                    Err(_) if refusals < MAX_REFUSALS => {
+                    // Full before the check saw it (rare, see `filter_capacity`): rotate
+                    // and record again.
+                    Err(_) if self.recordings() >= self.capacity => generations.rotations,
+                    // Refused below capacity: writers relocating in the key's buckets at
+                    // that moment can make the search give up, so try again. A key still
+                    // refused sits in buckets crowded by keys that collide on purpose:
+                    // it is left unrecorded rather than forget a generation early.
+                    Err(_) => {
                         refusals += 1;
+                        if refusals == MAX_REFUSALS {
+                            return seen;
+                        }
                         drop(generations);
                         yield_now();
                         continue;
                     }
-                    Err(_) if current.len() >= self.capacity / 2 => {
-                        refusals = 0;
-                        generations.rotations
-                    }
-                    Err(_) => return seen,
                 }
             };
             self.rotate(full);
@@ -364,6 +374,12 @@ impl SeenBefore {
         seen
     }
 
+    /// New recordings into the current generation (a lower bound while recordings run:
+    /// they are summed without a lock, and none is ever counted twice).
+    fn recordings(&self) -> usize {
+        self.recorded.iter().map(|s| s.load(Ordering::Relaxed)).sum()
+    }
+
     /// Starts a new generation, unless one was started since `rotations` was read: clears
     /// the older generation and makes it current.
     fn rotate(&self, rotations: u64) {
@@ -373,6 +389,9 @@ impl SeenBefore {
         }
         let older = generations.current ^ 1;
         generations.filters[older].clear();
+        for stripe in self.recorded.iter() {
+            stripe.store(0, Ordering::Relaxed);
+        }
         generations.current = older;
         generations.rotations += 1;
     }
@@ -492,3 +511,4 @@ impl SeenBefore {
         }
     }
 }
+

@@ -233,17 +233,21 @@ fn gate_remembers_under_concurrency(capacity: usize, per_thread: u64) {
                     let key = t << 40 | i;
                     // Counted from before the recording: a thread may sleep between its
                     // recording and its count while others record.
-                    let at = recorded.load(Ordering::SeqCst);
+                    recent.push_back((key, recorded.load(Ordering::SeqCst)));
                     gate.record(&key);
                     recorded.fetch_add(1, Ordering::SeqCst);
-                    recent.push_back((key, at));
+                    let Some(&(oldest, at)) = recent.front() else { continue };
+                    // Counted again after the check, for the same reason.
+                    let remembered = gate.contains(&oldest);
+                    let since = recorded.load(Ordering::SeqCst) - at;
+                    assert!(
+                        remembered || since + margin >= capacity as u64,
+                        "forgotten after {since} recordings (capacity {capacity})"
+                    );
                     let now = recorded.load(Ordering::SeqCst);
                     while recent.front().is_some_and(|&(_, at)| now - at + margin >= capacity as u64) {
                         recent.pop_front();
                     }
-                    // (Empty if this thread slept through `capacity` recordings.)
-                    let Some(&(oldest, at)) = recent.front() else { continue };
-                    assert!(gate.contains(&oldest), "forgotten after {} recordings (capacity {capacity})", now - at);
                 }
             })
         })
@@ -267,6 +271,17 @@ fn gate_remembers_on_one_thread() {
             assert!(gate.contains(&(i - 999)), "{} forgotten after 999 recordings", i - 999);
         }
     }
+}
+
+
+#[test]
+fn gate_remembers_a_small_capacity_under_8_threads() {
+    gate_remembers_under_concurrency(1_000, 50_000);
+}
+
+#[test]
+fn gate_remembers_a_large_capacity_under_8_threads() {
+    gate_remembers_under_concurrency(100_000, 100_000);
 }
 
 #[test]
