@@ -51,7 +51,8 @@ const MAX_REFUSALS: u32 = 64;
 /// running out before the check fires vanishingly rare, and harmless when it happens: a
 /// full filter rotates at once).
 fn filter_capacity(capacity: usize) -> usize {
-    capacity.saturating_add(capacity / 8).saturating_add(4 * CHECK_INTERVAL)
+    let between_checks = if check_mask(capacity) == 0 { 1 } else { 4 * CHECK_INTERVAL };
+    capacity.saturating_add(capacity / 8).saturating_add(between_checks)
 }
 
 /// `hash & mask == 0` for about one hash in `CHECK_INTERVAL` (every hash for small gates,
@@ -384,7 +385,9 @@ impl SeenBefore {
     /// the older generation and makes it current.
     fn rotate(&self, rotations: u64) {
         let mut generations = self.generations.write();
-        if generations.rotations != rotations {
+        // Deliberately broken under `double_rotation` (for the loom suite): every thread
+        // that saw the generation fill rotates, and the second wipes the one just retired.
+        if generations.rotations != rotations && !cfg!(cuckoo_gate_broken = "double_rotation") {
             return;
         }
         let older = generations.current ^ 1;

@@ -18,6 +18,7 @@
 //! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="skip_freeze"' ...
 //! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="snapshot_unfrozen"' ...
 //! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="unstamped_remove"' ...
+//! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="double_rotation"' ...
 //! ```
 //!
 //! (`--cfg crossbeam_loom` makes crossbeam-epoch, which reclaims retired tables, use
@@ -403,5 +404,26 @@ fn gate_check_and_record_race_has_one_first_sighting() {
         let here = gate.check_and_record(&9u64);
         let there = other.join().unwrap();
         assert!(here ^ there, "both or neither saw the key first: {here} {there}");
+    });
+}
+
+/// Model 10: two threads fill the gate's current generation at once and both ask to
+/// rotate; only one rotation may happen, or the generation just retired is wiped and the
+/// keys recorded a moment ago are forgotten.
+#[test]
+#[cfg_attr(cuckoo_gate_broken = "double_rotation", should_panic(expected = "forgotten"))]
+fn gate_rotation_happens_once_per_full_generation() {
+    model(|| {
+        let gate = Arc::new(cuckoo_gate::SeenBefore::builder().capacity(2).seed(SEED).build().unwrap());
+        gate.record(&1u64);
+        let other = {
+            let gate = gate.clone();
+            thread::spawn(move || gate.record(&2u64))
+        };
+        gate.record(&3u64);
+        other.join().unwrap();
+        for key in [1u64, 2, 3] {
+            assert!(gate.contains(&key), "key {key} forgotten within the gate's capacity");
+        }
     });
 }
