@@ -194,7 +194,10 @@ fn caches(c: &mut Criterion) {
                 // the other three.
                 timed(t, &all[..OPS], op);
                 if t == 1 {
-                    println!("{workload} {label}: hit ratio {:.4}", hit_ratio(cache, &all[OPS..2 * OPS], workload));
+                    println!(
+                        "{workload} {label}: hit ratio {:.4}",
+                        hit_ratio(cache, &all[OPS..2 * OPS], workload)
+                    );
                 }
                 let mut round = 0;
                 group.bench_function(format!("{label}/{t}t"), |b| {

@@ -204,7 +204,13 @@ impl Replayed for moka::sync::Cache<u64, u32> {
 /// the expected number of objects held, and the shard count.
 type Maker = fn(u64, usize, usize, bool) -> Box<dyn Replayed>;
 
-fn ours(policy: AdmissionPolicy, capacity: u64, entries: usize, shards: usize, weighted: bool) -> Box<dyn Replayed> {
+fn ours(
+    policy: AdmissionPolicy,
+    capacity: u64,
+    entries: usize,
+    shards: usize,
+    weighted: bool,
+) -> Box<dyn Replayed> {
     let mut b = AdmissionCache::<u64, u32>::builder()
         .capacity(capacity as usize)
         .admission(policy)
@@ -325,7 +331,8 @@ fn report(name: &str, trace: &[Request], pct: f64, threads: usize, weighted: boo
         "## {name}: {} requests, {objects} objects, cache of {capacity} {unit} ({pct}%), {threads} thread(s), {shards} shard(s)",
         trace.len()
     );
-    let (ratio, written) = if weighted { ("byte hit ratio", "bytes written") } else { ("hit ratio", "writes") };
+    let (ratio, written) =
+        if weighted { ("byte hit ratio", "bytes written") } else { ("hit ratio", "writes") };
     println!("| cache | {ratio} | {written} | saved vs LRU | Mops/s |");
     println!("|---|---|---|---|---|");
     let parts = partition(trace, threads);
@@ -373,7 +380,9 @@ fn main() {
                 let (trace, sized) = read_trace(path);
                 vec![(path.display().to_string(), trace, sized)]
             }
-            None => vec![("generated (Zipf 0.9 + one-hit wonders)".into(), generated_workload(3_000_000), false)],
+            None => {
+                vec![("generated (Zipf 0.9 + one-hit wonders)".into(), generated_workload(3_000_000), false)]
+            }
         }
     };
     let sizes: &[f64] = if args.sweep.is_some() { &[1.0, 5.0, 10.0] } else { &[args.capacity_pct] };

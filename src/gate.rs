@@ -431,9 +431,9 @@ impl SeenBefore {
         let generations = self.generations.read();
         let mut e = Encoder::new(writer, Kind::Gate)?;
         e.usize(self.capacity)?;
-        // Written for readers of older builds, which counted recordings; this one reads
-        // the current generation's size instead.
-        e.usize(generations.filters[generations.current].len().min(self.capacity - 1))?;
+        // At `capacity` a rotation is due (and waits for this read lock): restore the gate
+        // one recording short of it, so its next recording rotates.
+        e.usize(self.recordings().min(self.capacity - 1))?;
         e.u64(generations.rotations)?;
         e.u8(generations.current as u8)?;
         for filter in &generations.filters {
@@ -489,7 +489,9 @@ impl SeenBefore {
                 .map_err(|_| SnapshotError::inconsistent("gate filters not built for the gate's capacity"))?;
             filters[current ^ 1] = fresh;
         }
-        Ok(SeenBefore::from_parts(filters, current, rotations, capacity))
+        let gate = SeenBefore::from_parts(filters, current, rotations, capacity);
+        gate.recorded[0].store(recorded, Ordering::Relaxed);
+        Ok(gate)
     }
 
     /// Counters and size.
@@ -514,4 +516,3 @@ impl SeenBefore {
         }
     }
 }
-

@@ -125,12 +125,12 @@ mod metrics;
 mod primitive;
 pub mod snapshot;
 
-pub use gate::{GateStats, SeenBefore, SeenBeforeBuilder, DEFAULT_GATE_FALSE_POSITIVE_RATE};
 pub use cache::{
     Admission, AdmissionCache, AdmissionCacheBuilder, AdmissionPolicy, CacheStats, DEFAULT_GATE_MULTIPLIER,
     MAX_SHARDS,
 };
 pub use error::{BuildError, InsertError};
+pub use gate::{GateStats, SeenBefore, SeenBeforeBuilder, DEFAULT_GATE_FALSE_POSITIVE_RATE};
 pub use snapshot::SnapshotError;
 
 /// The README's examples, compiled and run as doc tests.

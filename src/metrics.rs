@@ -35,9 +35,9 @@ use std::sync::Once;
 
 use metrics::{counter, describe_counter, describe_gauge, gauge, Counter, Gauge, Unit};
 
-use crate::gate::GateStats;
 use crate::cache::CacheStats;
 use crate::filter::FilterStats;
+use crate::gate::GateStats;
 
 fn describe() {
     static DESCRIBED: Once = Once::new();

@@ -70,7 +70,8 @@ fn cache(policy: AdmissionPolicy) -> Cache {
     AdmissionCache::builder().capacity(64).admission(policy).shards(2).seed(5).build().unwrap()
 }
 
-const POLICIES: [AdmissionPolicy; 3] = [AdmissionPolicy::Always, AdmissionPolicy::SecondHit, AdmissionPolicy::S3Fifo];
+const POLICIES: [AdmissionPolicy; 3] =
+    [AdmissionPolicy::Always, AdmissionPolicy::SecondHit, AdmissionPolicy::S3Fifo];
 
 /// Every key the cache answers for holds its own value, the cache is within its capacity,
 /// and it still takes writes (no lock was left held).
@@ -257,7 +258,10 @@ fn gate_remembers_under_concurrency(capacity: usize, per_thread: u64) {
     }
     let total = threads * per_thread;
     let rotations = gate.stats().rotations;
-    assert!(rotations <= total / capacity as u64, "{rotations} rotations for {total} recordings at {capacity}");
+    assert!(
+        rotations <= total / capacity as u64,
+        "{rotations} rotations for {total} recordings at {capacity}"
+    );
     assert!(rotations + 2 >= total / (capacity as u64 * 2), "{rotations} rotations: the gate stopped aging");
 }
 
@@ -272,7 +276,6 @@ fn gate_remembers_on_one_thread() {
         }
     }
 }
-
 
 #[test]
 fn gate_remembers_a_small_capacity_under_8_threads() {
@@ -300,7 +303,10 @@ fn gate_rotates_once_per_generation_under_8_threads() {
         let rotations = gate.stats().rotations;
         // A generation rotates once it holds `capacity` keys; a second thread that saw
         // the same full generation must not rotate again.
-        assert!(rotations <= total / capacity as u64, "{rotations} rotations for {total} recordings at {capacity}");
+        assert!(
+            rotations <= total / capacity as u64,
+            "{rotations} rotations for {total} recordings at {capacity}"
+        );
         assert!(rotations >= total / (capacity as u64 * 2), "{rotations} rotations: the gate stopped aging");
     }
 }

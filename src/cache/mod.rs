@@ -104,7 +104,7 @@ impl CacheStats {
 /// # Ok::<(), cuckoo_gate::BuildError>(())
 /// ```
 pub struct AdmissionCache<K, V> {
-    shards: Box<[CachePadded<ShardLock<Shard<K, V>>>]>,
+    shards: Box<[ShardSlot<K, V>]>,
     gate: SeenBefore,
     policy: AdmissionPolicy,
     capacity: u64,
@@ -116,6 +116,9 @@ pub struct AdmissionCache<K, V> {
 }
 
 type Weigher<K, V> = Arc<dyn Fn(&K, &V) -> u32 + Send + Sync>;
+
+/// A shard behind its lock, alone on its cache lines.
+type ShardSlot<K, V> = CachePadded<ShardLock<Shard<K, V>>>;
 
 /// Configures an [`AdmissionCache`]. Made by [`AdmissionCache::builder`].
 #[must_use]
