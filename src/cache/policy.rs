@@ -20,9 +20,9 @@ pub enum AdmissionPolicy {
     /// recorded in the gate so that it is admitted at once if it returns soon.
     SecondHit,
     /// S3-FIFO (Yang et al., SOSP 2023), with the gate as its ghost queue. New keys enter
-    /// a small FIFO holding a tenth of the capacity; a key requested again while there
-    /// moves to the main FIFO when it reaches the tail, and a key that was not leaves the
-    /// cache and is recorded in the gate. A miss on a key the gate remembers goes
+    /// a small FIFO holding a tenth of the capacity; a key requested twice more while
+    /// there moves to the main FIFO when it reaches the tail, and one that was not leaves
+    /// the cache and is recorded in the gate. A miss on a key the gate remembers goes
     /// straight to main. Main evicts in CLOCK order, an entry getting one more round per
     /// request (up to three). One-hit wonders and scans pass through the small queue
     /// without displacing keys that were used twice. Hits only bump a counter, under the
@@ -33,6 +33,12 @@ pub enum AdmissionPolicy {
 
 /// Most requests an entry's counter remembers (two bits, as in S3-FIFO).
 pub(crate) const MAX_FREQ: u8 = 3;
+
+/// Requests an entry needs while in S3-FIFO's small queue to move to main when it reaches
+/// the tail: two, the default of the authors' reference implementation (libCacheSim's
+/// `S3FIFO`, "move-to-main-threshold=2"). One request is the first sighting's own
+/// follow-up, often a burst; two show reuse.
+const PROMOTE_AT: u8 = 2;
 
 /// Share of a shard's capacity given to S3-FIFO's small queue, from the paper (which
 /// found 10% best across its 6,594 traces, and robust between 5% and 20%).
@@ -142,16 +148,16 @@ impl Policy {
     }
 
     /// S3-FIFO's small queue, while it is over its share (or main is empty), or always
-    /// with `force`: takes entries off its tail, moving those requested since they
-    /// entered to main, until one that was not is found (the victim).
+    /// with `force`: takes entries off its tail, moving those requested [`PROMOTE_AT`]
+    /// times since they entered to main, until one that was not is found (the victim).
     fn small_tail<K, V>(&self, store: &mut Store<K, V>, spare: Option<u32>, force: bool) -> Option<u32> {
         let over = |store: &Store<K, V>| {
-            force || store.weight(Queue::Small) > self.small || store.tail(Queue::Main).is_none()
+            force || store.weight(Queue::Small) > self.small || store.weight(Queue::Main) == 0
         };
         while over(store) {
             let tail = store.tail(Queue::Small).filter(|&t| Some(t) != spare)?;
             let freq = store.entry(tail).freq.load(Ordering::Relaxed);
-            if freq == 0 {
+            if freq < PROMOTE_AT {
                 return Some(tail);
             }
             store.entry(tail).freq.store(0, Ordering::Relaxed);

@@ -1,16 +1,22 @@
-//! A shard's entries: a hash table of slot indices, a slab of entries, and two queues
-//! (doubly linked lists threaded through the slab by index).
+//! A shard's entries: a hash table of slot indices, a slab of entries, and two queues.
 //!
 //! Each entry stores its key's hash, so the table never hashes a key again (growing the
 //! table rehashes stored hashes), and removal finds an entry's table slot by index, never
 //! by comparing keys. The only user code this module runs is `K::eq`, in [`Store::find`],
 //! before it changes anything: a panicking `Eq` leaves the store as it was.
+//!
+//! A queue is a ring of (slot, stamp) pairs, newest at the front. Entering a queue stamps
+//! the entry afresh; a pair whose stamp no longer matches its slot's entry (the entry left,
+//! or entered a queue again) is stale, and is skipped and dropped when it reaches the
+//! tail. So taking an entry off the tail, the policies' common move, touches the ring and
+//! that one entry, where a linked list would also touch its neighbours. Stale pairs are
+//! swept out once they outnumber the live ones.
+
+use std::collections::VecDeque;
 
 use hashbrown::HashTable;
 
 use crate::primitive::{AtomicU8, Ordering};
-
-const NIL: u32 = u32::MAX;
 
 /// Which queue an entry is on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,26 +36,25 @@ pub(crate) struct Entry<K, V> {
     /// readers raise it under the shard's read lock.
     pub(crate) freq: AtomicU8,
     queue: Queue,
-    /// Toward the head (newer).
-    prev: u32,
-    /// Toward the tail (older).
-    next: u32,
+    /// Matches the entry's one live pair in its queue's ring.
+    stamp: u32,
 }
 
-#[derive(Clone, Copy)]
-struct List {
-    head: u32,
-    tail: u32,
+#[derive(Default)]
+struct Ring {
+    /// `slot << 32 | stamp`, newest at the front.
+    pairs: VecDeque<u64>,
+    /// Live entries, and their total weight.
+    live: usize,
     weight: u64,
 }
-
-const EMPTY: List = List { head: NIL, tail: NIL, weight: 0 };
 
 pub(crate) struct Store<K, V> {
     table: HashTable<u32>,
     slots: Vec<Option<Entry<K, V>>>,
     free: Vec<u32>,
-    queues: [List; 2],
+    queues: [Ring; 2],
+    next_stamp: u32,
 }
 
 impl<K, V> Store<K, V> {
@@ -58,7 +63,8 @@ impl<K, V> Store<K, V> {
             table: HashTable::with_capacity(entries),
             slots: Vec::with_capacity(entries),
             free: Vec::new(),
-            queues: [EMPTY; 2],
+            queues: [Ring::default(), Ring::default()],
+            next_stamp: 0,
         }
     }
 
@@ -99,14 +105,22 @@ impl<K, V> Store<K, V> {
         self.slots[index as usize].as_mut().expect("indices handed out name occupied slots")
     }
 
-    /// The oldest entry on `queue`.
-    pub(crate) fn tail(&self, queue: Queue) -> Option<u32> {
-        Some(self.queues[queue as usize].tail).filter(|&t| t != NIL)
+    /// The oldest entry on `queue` (dropping stale pairs found on the way).
+    pub(crate) fn tail(&mut self, queue: Queue) -> Option<u32> {
+        let ring = &mut self.queues[queue as usize];
+        while let Some(&pair) = ring.pairs.back() {
+            let (index, stamp) = ((pair >> 32) as u32, pair as u32);
+            match &self.slots[index as usize] {
+                Some(e) if e.stamp == stamp && e.queue == queue => return Some(index),
+                _ => ring.pairs.pop_back(),
+            };
+        }
+        None
     }
 
     /// Stores an entry for a key that is absent, at the head of `queue`.
     pub(crate) fn insert(&mut self, key: K, value: V, hash: u64, weight: u32, queue: Queue) -> u32 {
-        let entry = Entry { key, value, hash, weight, freq: AtomicU8::new(0), queue, prev: NIL, next: NIL };
+        let entry = Entry { key, value, hash, weight, freq: AtomicU8::new(0), queue, stamp: 0 };
         let index = match self.free.pop() {
             Some(index) => {
                 self.slots[index as usize] = Some(entry);
@@ -149,34 +163,44 @@ impl<K, V> Store<K, V> {
         list.weight = list.weight - u64::from(old) + u64::from(weight);
     }
 
+    /// Puts the entry at `index` at the head of `queue`, with a new stamp.
     fn link(&mut self, index: u32, queue: Queue) {
-        let old_head = self.queues[queue as usize].head;
+        let stamp = self.next_stamp;
+        self.next_stamp = stamp.wrapping_add(1);
         let entry = self.entry_mut(index);
         entry.queue = queue;
-        entry.prev = NIL;
-        entry.next = old_head;
+        entry.stamp = stamp;
         let weight = u64::from(entry.weight);
-        match old_head {
-            NIL => self.queues[queue as usize].tail = index,
-            h => self.entry_mut(h).prev = index,
+        let ring = &mut self.queues[queue as usize];
+        ring.pairs.push_front(u64::from(index) << 32 | u64::from(stamp));
+        ring.live += 1;
+        ring.weight += weight;
+        if ring.pairs.len() > 2 * ring.live + 32 {
+            self.sweep(queue);
         }
-        let list = &mut self.queues[queue as usize];
-        list.head = index;
-        list.weight += weight;
     }
 
+    /// Takes the entry at `index` off its queue's count (its pair goes stale, and its
+    /// stamp changes when it enters a queue again).
     fn unlink(&mut self, index: u32) {
         let entry = self.entry(index);
-        let (prev, next, queue, weight) = (entry.prev, entry.next, entry.queue, entry.weight);
-        match prev {
-            NIL => self.queues[queue as usize].head = next,
-            p => self.entry_mut(p).next = next,
+        let (queue, weight, stamp) = (entry.queue, u64::from(entry.weight), entry.stamp);
+        let ring = &mut self.queues[queue as usize];
+        ring.live -= 1;
+        ring.weight -= weight;
+        if ring.pairs.back() == Some(&(u64::from(index) << 32 | u64::from(stamp))) {
+            ring.pairs.pop_back();
         }
-        match next {
-            NIL => self.queues[queue as usize].tail = prev,
-            n => self.entry_mut(n).prev = prev,
-        }
-        self.queues[queue as usize].weight -= u64::from(weight);
+    }
+
+    /// Drops the stale pairs of `queue`. Stamps are 32 bits: a pair is swept or popped
+    /// long before 2^32 later stamps could make it match again.
+    fn sweep(&mut self, queue: Queue) {
+        let slots = &self.slots;
+        self.queues[queue as usize].pairs.retain(|&pair| {
+            let (index, stamp) = ((pair >> 32) as u32, pair as u32);
+            matches!(&slots[index as usize], Some(e) if e.stamp == stamp && e.queue == queue)
+        });
     }
 }
 
