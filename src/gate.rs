@@ -363,16 +363,6 @@ impl SeenBefore {
         self.take_hash(self.hash(key))
     }
 
-    /// Starts loading what the gate will read for `hash` into the CPU cache, so that a
-    /// call for it soon after does not wait for memory (a hint: answers are unchanged).
-    /// A cache calls it before taking its own lock for a miss.
-    pub fn prefetch_hash(&self, hash: u64) {
-        let generations = self.generations.read();
-        for filter in &generations.filters {
-            filter.prefetch_hashed(hash);
-        }
-    }
-
     /// [`take`](Self::take) for a key already hashed.
     pub fn take_hash(&self, hash: u64) -> bool {
         let generations = self.generations.read();

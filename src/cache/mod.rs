@@ -394,11 +394,6 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     pub fn insert(&self, key: K, value: V) -> Admission {
         let hash = self.gate.hash(&key);
         let weight = self.weigher.as_ref().map_or(1, |weigh| weigh(&key, &value).max(1));
-        if self.policy != AdmissionPolicy::Always {
-            // Most inserts follow a miss and consult the gate under the shard's lock: start
-            // the gate's memory loads now, so they overlap the lock and the table probe.
-            self.gate.prefetch_hash(hash);
-        }
         let (admission, leftovers) = self.shard(hash).write().insert(key, value, hash, weight, &self.gate);
         drop(leftovers);
         admission

@@ -432,20 +432,6 @@ impl CuckooFilter {
         self.contains_hashed(self.hash(key))
     }
 
-    /// Starts loading the buckets of a key hashed to `hash` into the CPU cache (a hint:
-    /// what any later call returns is unchanged), so that a lookup or write soon after
-    /// does not wait for memory.
-    #[inline]
-    pub(crate) fn prefetch_hashed(&self, hash: u64) {
-        self.current.read(|tables| {
-            with_table!(tables, t => {
-                let probe = t.geometry().probe(hash);
-                t.prefetch_bucket(probe.i1);
-                t.prefetch_bucket(probe.i2);
-            })
-        });
-    }
-
     /// [`contains`](Self::contains) for a key already hashed to `hash`.
     #[inline]
     pub(crate) fn contains_hashed(&self, hash: u64) -> bool {
