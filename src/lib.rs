@@ -85,11 +85,12 @@
 //! [`SeenBefore::check_and_record`] answers "seen before?" and records the key in one
 //! atomic step (an `insert_unique` into the current generation). Two generations of
 //! filters rotate after `capacity` recordings, so the gate's memory is bounded and keys
-//! age out. [`AdmissionCache`] is a sharded, exact-LRU cache (a slab-backed list per shard
-//! under one lock) whose misses are offered to an [`AdmissionPolicy`]: `Always` (plain
-//! LRU), `SecondHit` (admit on the second request) or `Probation` (a segmented LRU whose
-//! protected segment is entered by a second request). The gate forgets keys the cache admits and records
-//! keys it evicts, so a returning evicted key is admitted at once.
+//! age out. [`AdmissionCache`] is a sharded cache (per shard: a hash table over a slab of
+//! entries and two FIFO queues, behind a reader-writer lock) whose misses are offered to
+//! an [`AdmissionPolicy`]: `S3Fifo` (the default: S3-FIFO with the gate as its ghost
+//! queue; a hit only bumps a counter under the read lock), `SecondHit` (admit on the
+//! second request) or `Always` (an exact LRU per shard). Each operation hashes its key
+//! once, and the hash serves the shard, its table and the gate.
 //!
 //! ## Snapshots
 //!
