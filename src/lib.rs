@@ -50,8 +50,9 @@
 //! Lookups still read two buckets, and the false-positive rate stays at ε however far the
 //! filter grows, at one bit per slot per doubling still allowed. The grower freezes the old table stripe by stripe (writers then wait
 //! for the new table; readers keep reading the frozen one), splits it into the new table,
-//! publishes it with an atomic pointer swap, and hands the old one to `crossbeam-epoch`,
-//! which frees it once no lookup can still be reading it.
+//! publishes it with an atomic pointer swap, and retires the old one: it stays allocated
+//! while the filter lives (on Linux its pages go back to the OS), so a lookup that loaded
+//! the old pointer reads valid memory, and it checks the pointer again after reading.
 //!
 //! ## Consistency model
 //!
@@ -68,14 +69,17 @@
 //!   new key, exactly one is told it inserted.
 //! * Across a doubling: every write completes either in the old table before its stripes
 //!   freeze (and so is copied) or in the new table after it is published; a lookup reads
-//!   whichever table it loaded, and both hold every key present when it started.
+//!   whichever table it loaded, both hold every key present when it started, and a lookup
+//!   whose table was retired while it read it (its pages may read as zero) reads again
+//!   from the new one.
 //! * A snapshot ([`CuckooFilter::snapshot`]) freezes the table as a doubling does, copies
 //!   it and thaws it: it holds the contents of one instant, lookups never block, and
 //!   writers pause for the copy (not the I/O).
-//! * The only `unsafe` code is in `src/filter/current.rs` (the epoch-protected pointer)
-//!   and two hints in `src/primitive.rs`: the prefetch (used by `contains_batch`, which it
-//!   makes 2.8x faster on a table far larger than the cache, and by inserts) and the
-//!   request for huge pages on Linux; each block has its safety argument.
+//! * The only `unsafe` code is in `src/filter/current.rs` (following the table pointer,
+//!   freeing the tables on drop) and three hints in `src/primitive.rs`: the prefetch (used
+//!   by `contains_batch`, which it makes 2.8x faster on a table far larger than the cache,
+//!   and by inserts), the request for huge pages on Linux, and the release of a retired
+//!   table's pages; each block has its safety argument.
 //!
 //! These claims are model-checked with loom (`tests/loom.rs`, including deliberately
 //! broken variants that loom must catch) and stress-tested (`tests/stress.rs`).
@@ -105,7 +109,7 @@
 //! | feature | cost |
 //! |---|---|
 //! | lock-free lookups | two version loads and one re-check per lookup |
-//! | growth (default: 4 doublings) | one bit per slot per doubling still allowed (none once fully grown); an epoch pin per operation until fully grown (a fixed-size filter never pins); on the project's 2-core machine the pin made lookups of a 26 MiB table 0.63x as fast |
+//! | growth (default: 4 doublings) | one bit per slot per doubling still allowed (none once fully grown), and one pointer re-check per lookup; retired tables keep their stripe arrays (and, off Linux, their buckets) until the filter is dropped |
 //! | deletion, `count` | none: part of the cuckoo design |
 //! | any capacity (no power of two) | one choice bit per slot, in place of a fingerprint bit |
 //! | striped writers | 32 bytes per stripe (version, item, relocation and removal counts), up to 1024 stripes |

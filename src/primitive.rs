@@ -1,5 +1,4 @@
-//! The loom shim: the only module that names `std::sync::atomic`, `parking_lot`, `loom` or
-//! `crossbeam_epoch`.
+//! The loom shim: the only module that names `std::sync::atomic`, `parking_lot` or `loom`.
 //!
 //! Everything else in the crate imports its atomics, fences, locks and spin hints from
 //! here, so building with `RUSTFLAGS="--cfg cuckoo_gate_loom"` swaps every primitive for
@@ -8,7 +7,7 @@
 
 #[cfg(not(cuckoo_gate_loom))]
 mod imp {
-    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+    pub(crate) use std::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
     /// A reader-writer lock for data written often: `parking_lot`'s (word-sized, no
     /// poisoning: a panic under the lock releases it and leaves no mark).
@@ -87,7 +86,7 @@ mod imp {
 
 #[cfg(cuckoo_gate_loom)]
 mod imp {
-    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+    pub(crate) use loom::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
     /// loom's reader-writer lock (the same as `RwLock` here).
     pub(crate) type ShardLock<T> = RwLock<T>;
@@ -186,9 +185,40 @@ pub(crate) fn advise_huge_pages<T>(words: &[T]) {
     let _ = words;
 }
 
-/// Epoch-based reclamation of retired tables. Built with `--cfg crossbeam_loom` (which the
-/// loom runs pass beside `cuckoo_gate_loom`), crossbeam-epoch uses loom's primitives too.
-pub(crate) use crossbeam_epoch as epoch;
+/// Gives the physical pages wholly inside `words` back to the operating system (Linux;
+/// elsewhere, and under loom or Miri, nothing happens and `false` is returned). The memory
+/// stays mapped: a later load from it reads zero, a valid value for an atomic. For a
+/// retired table, which threads that loaded its pointer may still read (see
+/// `filter/current.rs`); the caller issues a `Release` fence first.
+#[allow(unsafe_code)]
+pub(crate) fn release_pages(words: &[AtomicU64]) -> bool {
+    #[cfg(all(target_os = "linux", not(cuckoo_gate_loom), not(miri)))]
+    {
+        // SAFETY: `sysconf` has no preconditions.
+        let page = match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+            page if page > 0 => page as usize,
+            _ => return false,
+        };
+        let (start, len) = (words.as_ptr() as usize, std::mem::size_of_val(words));
+        let first = start.next_multiple_of(page);
+        let end = (start + len) / page * page;
+        if end > first {
+            // SAFETY: `[first, end)` lies inside `words`, a live allocation this process
+            // owns, and is page-aligned. MADV_DONTNEED on private anonymous memory keeps
+            // the range mapped and makes its next reads return zeros; the range holds only
+            // atomics, for which zero is a valid value and which other threads may change
+            // at any time anyway, so no Rust value becomes invalid. The allocator's own
+            // bookkeeping lies outside the allocation and is untouched.
+            return unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_DONTNEED) } == 0;
+        }
+        false
+    }
+    #[cfg(not(all(target_os = "linux", not(cuckoo_gate_loom), not(miri))))]
+    {
+        let _ = words;
+        false
+    }
+}
 
 /// Exponential backoff for spin loops: a few rounds of spin hints, then yields.
 pub(crate) struct Backoff {

@@ -94,8 +94,8 @@ impl FilterBuilder {
     /// of a fixed-size one). By default it may double [`DEFAULT_DOUBLINGS`] times (16x the
     /// capacity), fewer if the slot would exceed 32 bits.
     ///
-    /// For a fixed-size filter, which pays nothing for growth and whose lookups skip the
-    /// epoch pin, set `max_capacity` to the capacity.
+    /// For a fixed-size filter, which pays nothing for growth, set `max_capacity` to the
+    /// capacity.
     ///
     /// # Examples
     ///

@@ -6,7 +6,7 @@
 //! * `table.rs`: the packed atomic words and the optimistic pair read.
 //! * `relocate.rs`: cuckoo path search and its backward execution.
 //! * `ops.rs`: insert, remove and lookups on one table.
-//! * `current.rs`: the epoch-protected pointer to the current table.
+//! * `current.rs`: the pointer to the current table, and the retired ones.
 //! * `builder.rs`: configuration and sizing.
 //! * `snapshot.rs`: saving and restoring a filter (the format is in `crate::snapshot`).
 //!
@@ -36,7 +36,8 @@
 //!    wait for the growth lock and start over on the new table; readers keep reading the
 //!    old table, which never changes again and holds every key;
 //! 3. split the frozen table into the new one, which no other thread can see yet;
-//! 4. publish the new table (a `Release` swap) and retire the old one to the epoch.
+//! 4. publish the new table (a `Release` swap) and retire the old one (kept allocated,
+//!    its pages released; lookups that read it re-check the pointer and read again).
 //!
 //! A key inserted before the freeze is in the old table and so in the new one; a key
 //! inserted after it went into the new table, after its publication. A lookup that loaded
@@ -117,6 +118,16 @@ impl Tables {
 
     fn memory_bytes(&self) -> usize {
         with_table!(self, t => t.memory_bytes())
+    }
+
+    /// Gives the buckets' pages back to the OS (see `current.rs`); whether it could.
+    fn release_pages(&self) -> bool {
+        with_table!(self, t => t.release_pages())
+    }
+
+    /// Bytes of a retired table still held once `release_pages` returned `released`.
+    fn retained_bytes(&self, released: bool) -> usize {
+        with_table!(self, t => if released { t.stripes_bytes() } else { t.memory_bytes() })
     }
 }
 
@@ -293,7 +304,7 @@ impl CuckooFilter {
     /// frozen stripe (a write that meets one has changed nothing the key depends on).
     fn write<R>(&self, mut op: impl FnMut(&Tables) -> Result<R, Frozen>) -> R {
         loop {
-            match self.current.read(&mut op) {
+            match self.current.with(&mut op) {
                 Ok(result) => return result,
                 Err(Frozen) => self.wait_for_growth(),
             }
@@ -394,7 +405,7 @@ impl CuckooFilter {
 
     fn insert_hash(&self, hash: u64, unique: bool) -> Result<bool, InsertError> {
         let result = loop {
-            let (result, level) = self.current.read(|tables| {
+            let (result, level) = self.current.with(|tables| {
                 let result = with_table!(tables, t => t.insert(t.geometry().probe(hash), unique));
                 (result, tables.geometry().level())
             });
@@ -591,7 +602,7 @@ impl CuckooFilter {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn memory_usage(&self) -> usize {
-        self.current.read(Tables::memory_bytes)
+        self.current.read(Tables::memory_bytes) + self.current.retired_bytes()
     }
 
     /// The false-positive rate this filter was built for.
@@ -690,16 +701,6 @@ impl CuckooFilter {
     pub fn debug_buckets<T: Hash + ?Sized>(&self, key: &T) -> [usize; 2] {
         let p = self.geometry().probe(self.hash(key));
         [p.i1, p.i2]
-    }
-
-    /// Pins and flushes the epoch twice: with no other thread pinned, that advances it
-    /// far enough to reclaim the table retired by the last doubling (the grower's own
-    /// flush advanced it once). For loom models of reclamation; not part of the stable API.
-    #[doc(hidden)]
-    pub fn debug_collect_retired(&self) {
-        for _ in 0..2 {
-            crate::primitive::epoch::pin().flush();
-        }
     }
 
     /// Whether this filter's table, before any doubling, is the one the builder sizes for

@@ -89,7 +89,7 @@ impl CuckooFilter {
     /// thaws (see the module docs).
     fn image(&self) -> Image {
         let _no_doubling = self.growth.lock();
-        self.current.read(|tables| {
+        self.current.with(|tables| {
             with_table!(tables, t => {
                 // Deliberately wrong under `snapshot_unfrozen` (for the loom suite): copy
                 // while writers keep moving entries, so an entry can be missed.

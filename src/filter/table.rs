@@ -16,7 +16,7 @@
 use super::bucket::{Lanes, Word, SLOTS};
 use super::hash::Geometry;
 use super::stripe::{Frozen, Stripe};
-use crate::primitive::{advise_huge_pages, fence, prefetch, spin_hint, AtomicU64, Ordering};
+use crate::primitive::{advise_huge_pages, fence, prefetch, release_pages, spin_hint, AtomicU64, Ordering};
 use crate::snapshot::SnapshotError;
 
 /// Buckets per stripe group: 16 buckets of 4 slots of `s` bits are exactly `s` words.
@@ -97,8 +97,27 @@ impl<W: Word> Table<W> {
 
     /// Bytes held by the words and the stripes.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.words.len() * std::mem::size_of::<AtomicU64>()
-            + self.stripes.len() * std::mem::size_of::<Stripe>()
+        self.words.len() * std::mem::size_of::<AtomicU64>() + self.stripes_bytes()
+    }
+
+    /// Bytes held by the stripes.
+    pub(crate) fn stripes_bytes(&self) -> usize {
+        self.stripes.len() * std::mem::size_of::<Stripe>()
+    }
+
+    /// Releases the words of a table that a doubling retired (frozen, and no longer
+    /// published): on Linux their pages go back to the OS and read as zero from then on.
+    /// Whether the pages were released. Readers that may still read this table validate
+    /// their reads against the table pointer (see `current.rs`); the `Release` fence here
+    /// orders the swap before every word that reads zero. Under loom the release is
+    /// modelled by storing zero into every word.
+    pub(crate) fn release_pages(&self) -> bool {
+        fence(Ordering::Release);
+        if cfg!(cuckoo_gate_loom) {
+            self.words.iter().for_each(|w| w.store(0, Ordering::Relaxed));
+            return true;
+        }
+        release_pages(&self.words)
     }
 
     /// Stored fingerprints, summed over the stripes (a snapshot under concurrent writes).
