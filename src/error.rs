@@ -37,10 +37,12 @@ pub enum BuildError {
         /// Bytes that were asked for.
         bytes: usize,
     },
-    /// The stripe count is zero or not a power of two.
+    /// The stripe count is zero, not a power of two, or more than the table can use.
     InvalidStripes {
         /// The value given.
         stripes: usize,
+        /// The most allowed, when that was the problem.
+        most: Option<usize>,
     },
     /// The shard count is zero or larger than the cache capacity.
     InvalidShards {
@@ -93,9 +95,13 @@ impl fmt::Display for BuildError {
                 f,
                 "could not allocate {bytes} bytes for the table; lower the capacity or raise the false-positive rate"
             ),
-            BuildError::InvalidStripes { stripes } => {
+            BuildError::InvalidStripes { stripes, most: None } => {
                 write!(f, "stripe count {stripes} is not a power of two >= 1; pass e.g. 1024")
             }
+            BuildError::InvalidStripes { stripes, most: Some(most) } => write!(
+                f,
+                "stripe count {stripes} is more than this filter can use; pass a power of two up to {most}"
+            ),
             BuildError::InvalidShards { shards, capacity } => write!(
                 f,
                 "{shards} shards for a capacity of {capacity}; use between 1 and the capacity, at most 65536 (1 = one global order)"
@@ -156,6 +162,13 @@ pub enum InsertError {
     /// one indistinguishable from it) was inserted 8 times already. Remove a copy first,
     /// or use `insert_unique`.
     TooManyCopies,
+    /// No slot could be freed for the key although the filter is less than half full: its
+    /// two buckets, and every bucket a fingerprint in them could move to, are full, which
+    /// at that load means copies of one key (or keys chosen to collide, which a fixed or
+    /// leaked seed makes possible) rather than a full table. The filter does not double
+    /// for this (a doubling keeps all copies of a key in one bucket pair, so it would not
+    /// help); nothing was stored and nothing lost. Remove copies, or use `insert_unique`.
+    Crowded,
 }
 
 impl fmt::Display for InsertError {
@@ -173,6 +186,10 @@ impl fmt::Display for InsertError {
             }
             InsertError::TooManyCopies => f.write_str(
                 "key's two buckets already hold 8 copies of its fingerprint; remove one first or use insert_unique",
+            ),
+            InsertError::Crowded => f.write_str(
+                "no room in the key's buckets although the filter is less than half full: too many copies of one key, \
+                 or keys colliding on purpose (keep the seed secret); remove copies or use insert_unique",
             ),
         }
     }

@@ -209,7 +209,8 @@ pub(crate) fn release_pages(words: &[AtomicU64]) -> bool {
             // atomics, for which zero is a valid value and which other threads may change
             // at any time anyway, so no Rust value becomes invalid. The allocator's own
             // bookkeeping lies outside the allocation and is untouched.
-            return unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_DONTNEED) } == 0;
+            return unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_DONTNEED) }
+                == 0;
         }
         false
     }

@@ -316,3 +316,31 @@ fn a_snapshot_under_concurrent_writes_loses_nothing() {
         );
     }
 }
+
+/// Whatever stripe count the builder accepts, `restore` accepts too.
+#[test]
+fn every_stripe_count_the_builder_accepts_restores() {
+    for (capacity, max) in [(10, 10), (10, 160), (100_000, 100_000), (1_000, 16_000)] {
+        for shift in 0..=20 {
+            let built =
+                CuckooFilter::builder().capacity(capacity).max_capacity(max).stripes(1 << shift).build();
+            if let Ok(filter) = built {
+                filter.insert(&1u64).unwrap();
+                let restored = CuckooFilter::restore(&mut snapshot(&filter).as_slice());
+                assert!(restored.is_ok(), "{capacity}..{max} with {} stripes: {restored:?}", 1 << shift);
+            }
+        }
+    }
+}
+
+/// A filter restored after growing to its `max_capacity` reports that limit when full,
+/// as the original does.
+#[test]
+fn a_restored_fully_grown_filter_reports_its_limit() {
+    let filter = CuckooFilter::builder().capacity(8).max_capacity(32).seed(5).build().unwrap();
+    let full = |f: &CuckooFilter| (0u64..).map(|k| f.insert(&k)).find_map(Result::err).unwrap();
+    let original = full(&filter);
+    assert!(matches!(original, cuckoo_gate::InsertError::MaxCapacityReached { .. }), "{original:?}");
+    let restored = CuckooFilter::restore(&mut snapshot(&filter).as_slice()).unwrap();
+    assert_eq!(full(&restored), original);
+}

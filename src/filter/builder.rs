@@ -18,14 +18,28 @@ pub(crate) const TARGET_LOAD_PERCENT: u128 = 95;
 /// and few enough (32 KiB) that the stamps stay in cache.
 pub(crate) const DEFAULT_MAX_STRIPES: usize = 1024;
 
-/// Doublings allowed when no `max_capacity` is given: the filter may grow to 16 times its
-/// capacity, at 4 bits per slot before it grows (one fewer after each doubling).
+/// Most doublings allowed when no `max_capacity` is given (16 times the capacity), at one
+/// bit per slot per doubling still allowed. Fewer are allowed where these bits would widen
+/// a bucket (4 slots) past 64 bits while a fixed-size filter's fits: such buckets are read
+/// as 128-bit words, which made lookups about half as fast on the project's machine
+/// (`cargo run --release --example growth_tax`). At the default ε of 0.1% a slot is 13
+/// bits, so the default filter may double 3 times (8x); at 1% (10-bit slots), 4 times.
 pub const DEFAULT_DOUBLINGS: u32 = 4;
+
+/// Widest slot whose 4-slot buckets fit a 64-bit word.
+const NARROW_SLOT_BITS: u32 = 16;
 
 /// The default stripe count for a table of `buckets` buckets: one per group, up to
 /// [`DEFAULT_MAX_STRIPES`].
 pub(crate) fn default_stripes(buckets: usize) -> usize {
     buckets.div_ceil(GROUP).next_power_of_two().min(DEFAULT_MAX_STRIPES)
+}
+
+/// Most stripes a filter whose largest table has `buckets` buckets may have: one per group
+/// of that table (more would never be used), or [`DEFAULT_MAX_STRIPES`] if larger. The
+/// builder and `restore` both hold to it, so every filter built can be restored.
+pub(crate) fn max_stripes(buckets: usize) -> usize {
+    buckets.div_ceil(GROUP).checked_next_power_of_two().unwrap_or(usize::MAX).max(DEFAULT_MAX_STRIPES)
 }
 
 /// Buckets of a table built for `capacity` items (at least 2), or `None` if the count
@@ -132,9 +146,10 @@ impl FilterBuilder {
         self
     }
 
-    /// Number of lock stripes, a power of two. By default up to 1024, fewer for tables too
-    /// small to use them. More stripes let more writers proceed at once; a stripe costs 32
-    /// bytes.
+    /// Number of lock stripes, a power of two, at most 1024 or one per 16 buckets of the
+    /// largest table the filter may grow to, whichever is more. By default up to 1024,
+    /// fewer for tables too small to use them. More stripes let more writers proceed at
+    /// once; a stripe costs 32 bytes.
     pub fn stripes(mut self, stripes: usize) -> Self {
         self.stripes = Some(stripes);
         self
@@ -154,7 +169,7 @@ impl FilterBuilder {
     ///
     /// A [`BuildError`] naming the setting to change: ε outside (0, 1) or below the
     /// smallest supported value, zero capacity, a table too large to address or allocate,
-    /// or a stripe count that is not a power of two.
+    /// or a stripe count that is not a power of two or more than the table can use.
     ///
     /// # Examples
     ///
@@ -182,7 +197,7 @@ impl FilterBuilder {
         let buckets = buckets_for(self.capacity).ok_or(too_large.clone())?;
         let stripes = match self.stripes {
             Some(s) if s.is_power_of_two() => Some(s),
-            Some(s) => return Err(BuildError::InvalidStripes { stripes: s }),
+            Some(s) => return Err(BuildError::InvalidStripes { stripes: s, most: None }),
             None => None,
         };
         let most = MAX_SLOT_BITS - 1 - fingerprint_bits;
@@ -197,7 +212,14 @@ impl FilterBuilder {
                 })
         };
         let doublings = match self.max_capacity {
-            None => (0..=DEFAULT_DOUBLINGS.min(most)).rev().find(|&d| fits(d).is_some()).unwrap_or(0),
+            None => {
+                // The fixed-size slot is the fingerprint and the choice bit.
+                let slot = fingerprint_bits + 1;
+                let narrow =
+                    if slot <= NARROW_SLOT_BITS { NARROW_SLOT_BITS - slot } else { DEFAULT_DOUBLINGS };
+                let allowed = DEFAULT_DOUBLINGS.min(narrow).min(most);
+                (0..=allowed).rev().find(|&d| fits(d).is_some()).unwrap_or(0)
+            }
             Some(max) if max < self.capacity => {
                 return Err(BuildError::MaxCapacityBelowCapacity {
                     capacity: self.capacity,
@@ -216,6 +238,12 @@ impl FilterBuilder {
             }
         };
         let geometry = Geometry::new(buckets, fingerprint_bits, doublings);
+        if let Some(s) = stripes {
+            let most = max_stripes(buckets << doublings);
+            if s > most {
+                return Err(BuildError::InvalidStripes { stripes: s, most: Some(most) });
+            }
+        }
         let initial_stripes = stripes.unwrap_or_else(|| default_stripes(buckets));
         let bytes = table_bytes(geometry, initial_stripes).ok_or(too_large.clone())?;
         if bytes > isize::MAX as usize {

@@ -352,17 +352,24 @@ impl CuckooFilter {
     /// Adds `key`. Inserting a key again stores another copy (up to 8 in all).
     ///
     /// Blocks while another writer holds one of the key's stripes (or a stripe on the
-    /// relocation path). When no slot can be freed the filter doubles (see
-    /// [`FilterBuilder::max_capacity`]); the insert that triggers a doubling does the work
-    /// (about 10 ns per stored item), and other writers wait for it meanwhile.
+    /// relocation path). When no slot can be freed and the filter is at least half full,
+    /// it doubles (see [`FilterBuilder::max_capacity`]); the insert that triggers a
+    /// doubling does the work (about 10 ns per stored item), and other writers wait for it
+    /// meanwhile.
     ///
     /// # Errors
     ///
-    /// When no slot can be freed: [`InsertError::Full`] for a fixed-size filter,
-    /// [`InsertError::MaxCapacityReached`] for one that has grown to its limit,
-    /// [`InsertError::OutOfMemory`] if the doubled table cannot be allocated.
+    /// When no slot can be freed: [`InsertError::Crowded`] below half full (copies of one
+    /// key, or colliding keys: a doubling would not help), else [`InsertError::Full`] for a
+    /// fixed-size filter, [`InsertError::MaxCapacityReached`] for one that has grown to its
+    /// limit, [`InsertError::OutOfMemory`] if the doubled table cannot be allocated.
     /// [`InsertError::TooManyCopies`] when the key already has 8 copies. In every case
     /// nothing stored is lost.
+    ///
+    /// Placement follows the seed: anyone who knows it (a fixed seed, or one read from a
+    /// snapshot, where it is stored in plain bytes) can choose keys that collide, and fill
+    /// a bucket pair with a handful of them. Keep the seed secret where keys come from
+    /// untrusted parties.
     ///
     /// # Examples
     ///
@@ -405,17 +412,25 @@ impl CuckooFilter {
 
     fn insert_hash(&self, hash: u64, unique: bool) -> Result<bool, InsertError> {
         let result = loop {
-            let (result, level) = self.current.with(|tables| {
+            let (result, geometry) = self.current.with(|tables| {
                 let result = with_table!(tables, t => t.insert(t.geometry().probe(hash), unique));
-                (result, tables.geometry().level())
+                (result, *tables.geometry())
             });
             match result {
                 Ok(inserted) => break Ok(inserted),
                 Err(Refused::TooManyCopies) => break Err(InsertError::TooManyCopies),
                 Err(Refused::Frozen) => self.wait_for_growth(),
+                // Random keys fill a table to about 96% before an insert fails; a failure
+                // below half is crowding, which a doubling would not relieve.
+                Err(Refused::Full) if 2 * self.len() < geometry.buckets() * SLOTS => {
+                    break Err(InsertError::Crowded)
+                }
+                Err(Refused::Full) if geometry.doublings_left() == 0 && geometry.level() > 0 => {
+                    break Err(InsertError::MaxCapacityReached { capacity: geometry.buckets() * SLOTS })
+                }
                 Err(Refused::Full) if !self.current.replaceable() => break Err(InsertError::Full),
                 Err(Refused::Full) => {
-                    if let Err(e) = self.grow(level) {
+                    if let Err(e) = self.grow(geometry.level()) {
                         break Err(e);
                     }
                 }

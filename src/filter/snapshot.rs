@@ -12,7 +12,7 @@
 
 use std::io::{Read, Write};
 
-use super::builder::DEFAULT_MAX_STRIPES;
+use super::builder::max_stripes;
 use super::hash::Geometry;
 use super::table::{word_count, Totals};
 use super::{CuckooFilter, Tables};
@@ -184,10 +184,9 @@ impl CuckooFilter {
                 "false-positive rate does not match the fingerprint width",
             ));
         }
-        // More stripes than groups of buckets is never chosen by default; a builder may set
-        // more, but not beyond the table's words (so a corrupt count cannot allocate much).
-        let most_stripes = DEFAULT_MAX_STRIPES.max(words.len().next_power_of_two());
-        if !stripes.is_power_of_two() || stripes > most_stripes {
+        // The builder's bound (so a corrupt count cannot allocate much either).
+        let largest = geometry.buckets().checked_shl(geometry.doublings_left()).unwrap_or(usize::MAX);
+        if !stripes.is_power_of_two() || stripes > max_stripes(largest) {
             return Err(SnapshotError::inconsistent("stripe count"));
         }
         if configured_stripes != 0 && configured_stripes != stripes {

@@ -117,8 +117,14 @@ fn bad_configuration_is_an_error() {
         CuckooFilter::builder().capacity(usize::MAX / 64).build(),
         Err(BuildError::CapacityTooLarge { .. } | BuildError::OutOfMemory { .. })
     ));
-    assert!(matches!(b().stripes(3).build(), Err(BuildError::InvalidStripes { stripes: 3 })));
-    assert!(matches!(b().stripes(0).build(), Err(BuildError::InvalidStripes { stripes: 0 })));
+    assert!(matches!(b().stripes(3).build(), Err(BuildError::InvalidStripes { stripes: 3, most: None })));
+    assert!(matches!(b().stripes(0).build(), Err(BuildError::InvalidStripes { stripes: 0, .. })));
+    // More stripes than the largest table could use: refused, not 512 MiB of stripes.
+    assert_eq!(
+        b().stripes(1 << 24).build().unwrap_err(),
+        BuildError::InvalidStripes { stripes: 1 << 24, most: Some(1024) }
+    );
+    assert!(b().stripes(1024).build().is_ok());
     let msg = b().false_positive_rate(0.0).build().unwrap_err().to_string();
     assert!(msg.contains("between 0 and 1"), "{msg}");
     assert_eq!(
@@ -141,7 +147,17 @@ fn bad_configuration_is_an_error() {
     // The default growth shrinks to what fits in a 32-bit slot.
     assert_eq!(b().false_positive_rate(2e-9).build().unwrap().stats().doublings_left, 0);
     assert_eq!(b().false_positive_rate(1e-8).build().unwrap().stats().doublings_left, 2);
-    assert_eq!(b().build().unwrap().stats().doublings_left, crate::DEFAULT_DOUBLINGS);
+    // By default as many doublings as keep a 4-slot bucket within 64 bits: 3 at 0.1%
+    // (13-bit slots), the most (4) at 1% (10-bit slots) and where slots are wide anyway.
+    assert_eq!(b().build().unwrap().stats().doublings_left, 3);
+    assert_eq!(
+        b().false_positive_rate(0.01).build().unwrap().stats().doublings_left,
+        crate::DEFAULT_DOUBLINGS
+    );
+    assert_eq!(
+        b().false_positive_rate(1e-5).build().unwrap().stats().doublings_left,
+        crate::DEFAULT_DOUBLINGS
+    );
 }
 
 #[test]
@@ -337,4 +353,44 @@ proptest! {
             prop_assert!(f.count(k) >= held);
         }
     }
+}
+
+/// Copies of a few keys fill their bucket pairs at a load far below a full table: the
+/// filter refuses them with `Crowded` instead of doubling (a doubling keeps every copy of
+/// a key in one bucket pair), and keeps every copy it stored.
+#[test]
+fn duplicates_do_not_force_growth() {
+    let f = CuckooFilter::builder().capacity(100_000).build().unwrap();
+    let memory = f.memory_usage();
+    let mut stored = std::collections::HashMap::new();
+    for k in 0..500u64 {
+        for _ in 0..8 {
+            match f.insert(&k) {
+                Ok(()) => *stored.entry(k).or_insert(0) += 1,
+                Err(InsertError::Crowded | InsertError::TooManyCopies) => {}
+                Err(e) => panic!("copies of {k}: {e}"),
+            }
+        }
+    }
+    let stats = f.stats();
+    assert_eq!(stats.doublings, 0, "copies forced a doubling");
+    assert_eq!(f.memory_usage(), memory);
+    for (k, copies) in stored {
+        assert!(f.count(&k) >= copies, "lost a copy of {k}");
+    }
+}
+
+/// Distinct keys chosen (with a known seed) to share one bucket pair: the ninth finds no
+/// room at a load of under 1%, and is refused without a doubling.
+#[test]
+fn crafted_collisions_do_not_force_growth() {
+    let f = CuckooFilter::builder().capacity(1_000).seed(7).build().unwrap();
+    let target = f.debug_buckets(&0u64);
+    let crafted: Vec<u64> = (0u64..).filter(|k| f.debug_buckets(k) == target).take(9).collect();
+    for k in &crafted[..8] {
+        f.insert(k).unwrap();
+    }
+    assert_eq!(f.insert(&crafted[8]), Err(InsertError::Crowded));
+    assert_eq!(f.stats().doublings, 0);
+    assert!(crafted[..8].iter().all(|k| f.contains(k)), "a crafted key was lost");
 }

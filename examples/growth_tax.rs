@@ -1,0 +1,117 @@
+//! What the ability to grow costs a filter that has not grown: the default-built filter
+//! (`capacity(n)`, allowed to double 4 times) against a fixed-size one
+//! (`capacity(n).max_capacity(n)`), both filled with n keys, at ε = 0.1%.
+//!
+//! ```text
+//! cargo run --release --example growth_tax                    # n = 1M, 5M and 50M
+//! cargo run --release --example growth_tax -- 5000000         # one n
+//! ```
+//!
+//! Lookups (half present, half absent keys) run on 1 and 2 threads in 9 rounds that
+//! alternate between the two filters; inserts fill a fresh pair of filters 3 times,
+//! alternating. Each ratio is the median of the per-round ratios, so a slow spell of a
+//! shared machine hits both filters alike.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use cuckoo_gate::CuckooFilter;
+
+mod common;
+use common::{key, median};
+
+const EPSILON: f64 = 0.001;
+/// Absent keys come from `[ABSENT, ...)`; present ones are `key(0..n)`.
+const ABSENT: u64 = 1 << 62;
+
+fn build(n: usize, fixed: bool) -> CuckooFilter {
+    let b = CuckooFilter::builder().capacity(n).false_positive_rate(EPSILON);
+    if fixed { b.max_capacity(n) } else { b }.build().expect("a valid configuration")
+}
+
+/// Million inserts per second filling a new filter with `n` keys.
+fn fill(n: usize, fixed: bool) -> (CuckooFilter, f64) {
+    let f = build(n, fixed);
+    let start = Instant::now();
+    for i in 0..n as u64 {
+        f.insert(&key(i)).expect("a filter holds its capacity");
+    }
+    let mops = n as f64 / start.elapsed().as_secs_f64() / 1e6;
+    (f, mops)
+}
+
+/// Million lookups per second: `lookups` keys, alternating present and absent, split over
+/// `threads` threads.
+fn lookup_round(f: &CuckooFilter, n: u64, lookups: u64, threads: u64, round: u64) -> f64 {
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            s.spawn(move || {
+                let mut hits = 0u64;
+                for i in (t..lookups).step_by(threads as usize) {
+                    let j = (i + round * lookups) % n;
+                    let k = if i % 2 == 0 { key(j) } else { key(ABSENT + j) };
+                    hits += u64::from(f.contains(&k));
+                }
+                black_box(hits);
+            });
+        }
+    });
+    lookups as f64 / start.elapsed().as_secs_f64() / 1e6
+}
+
+fn measure(n: usize) {
+    let mut inserts = Vec::new();
+    let mut filters = None;
+    for _ in 0..3 {
+        let (grow, g) = fill(n, false);
+        let (fixed, x) = fill(n, true);
+        inserts.push((g, x));
+        filters = Some((grow, fixed));
+    }
+    let (grow, fixed) = filters.expect("three rounds ran");
+    let (gs, fs) = (grow.stats(), fixed.stats());
+    println!();
+    println!(
+        "## n = {n}: default {:.2} bits/item ({}-bit slots), fixed {:.2} bits/item ({}-bit slots)",
+        grow.memory_usage() as f64 * 8.0 / n as f64,
+        gs.slot_bits,
+        fixed.memory_usage() as f64 * 8.0 / n as f64,
+        fs.slot_bits
+    );
+    println!("| operation | threads | default M/s | fixed M/s | default / fixed |");
+    println!("|---|---|---|---|---|");
+    let ratio = |pairs: &[(f64, f64)]| median(pairs.iter().map(|(g, x)| g / x).collect());
+    let row = |op: &str, threads: u64, pairs: &[(f64, f64)]| {
+        let (g, x): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
+        println!("| {op} | {threads} | {:.1} | {:.1} | {:.2} |", median(g), median(x), ratio(pairs));
+    };
+    row("insert (fill to n)", 1, &inserts);
+    let lookups = 4_000_000.min(4 * n as u64);
+    for threads in [1, 2] {
+        let pairs: Vec<(f64, f64)> = (0..9)
+            .map(|r| {
+                let g = lookup_round(&grow, n as u64, lookups, threads, r);
+                let x = lookup_round(&fixed, n as u64, lookups, threads, r);
+                (g, x)
+            })
+            .collect();
+        row("lookup (half present)", threads, &pairs);
+    }
+}
+
+fn main() {
+    let sizes: Vec<usize> = match std::env::args().nth(1) {
+        Some(n) => vec![n.parse().unwrap_or_else(|_| {
+            eprintln!("usage: growth_tax [N]");
+            std::process::exit(2)
+        })],
+        None => vec![1_000_000, 5_000_000, 50_000_000],
+    };
+    println!(
+        "Default-built (growable) against fixed-size filters, ε = {EPSILON}; medians of per-round ratios"
+    );
+    for n in sizes {
+        measure(n);
+    }
+}
