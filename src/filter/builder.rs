@@ -105,8 +105,16 @@ impl FilterBuilder {
     /// The filter may double `floor(log2(items / capacity))` times, and each doubling still
     /// allowed costs one bit per slot (it keeps the false-positive rate at ε however far
     /// the filter grows; a doubling spends its bit, so a fully grown filter has the slots
-    /// of a fixed-size one). By default it may double [`DEFAULT_DOUBLINGS`] times (16x the
-    /// capacity), fewer if the slot would exceed 32 bits.
+    /// of a fixed-size one). By default it may double up to [`DEFAULT_DOUBLINGS`] times
+    /// (16x the capacity): 3 times (8x) at the default ε of 0.1%, so that a bucket still
+    /// fits a 64-bit word, and fewer if a slot would exceed 32 bits.
+    ///
+    /// What the ability to grow costs before the filter grows, measured at 5M items and
+    /// ε = 0.1% (`cargo run --release --example growth_tax`): 16.9 bits per item against
+    /// 13.7 for a fixed-size filter (the 3 extension bits, 23% more memory), and lookups at
+    /// 0.8–1.0x its speed (less where the larger table no longer fits the CPU cache; the
+    /// same at 1M and 50M). With 4 doublings (`max_capacity(16 * capacity)`) the 17-bit
+    /// slots make 128-bit buckets, and lookups ran at about half the fixed filter's speed.
     ///
     /// For a fixed-size filter, which pays nothing for growth, set `max_capacity` to the
     /// capacity.
