@@ -20,15 +20,22 @@
 //!
 //! With `--threads T` the trace is partitioned by key: each thread replays, in trace
 //! order, the requests for the keys it owns, so every key sees exactly the request
-//! sequence it has in the trace, and only the interleaving between keys changes. The cache
-//! then has 4 shards per thread; with one thread it has one shard (one global order).
+//! sequence it has in the trace. The threads move through the trace in windows of
+//! [`WINDOW`] requests, meeting at a barrier after each, so the interleaving between keys
+//! stays within one window of the trace's (without it, one thread could run ahead and its
+//! keys would have the cache to themselves). The cache then has 4 shards per thread; with
+//! one thread it has one shard (one global order). Throughput includes the barrier waits.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Barrier;
 use std::time::Instant;
 
 use cuckoo_gate::{Admission, AdmissionCache, AdmissionPolicy};
+
+/// Requests per window of a multi-thread replay.
+const WINDOW: usize = 4096;
 
 struct Args {
     trace: Option<PathBuf>,
@@ -257,14 +264,24 @@ fn replay(trace: &[Request], parts: &[Vec<u32>], cache: &dyn Replayed, progress:
     let (hits, hit_bytes) = (AtomicU64::new(0), AtomicU64::new(0));
     let (writes, written_bytes, unknown) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
     let done = AtomicU64::new(0);
+    let barrier = Barrier::new(parts.len());
+    let windows = trace.len().div_ceil(WINDOW);
     let start = Instant::now();
     std::thread::scope(|s| {
         for part in parts {
-            let (hits, hit_bytes, writes, written_bytes, unknown, done) =
-                (&hits, &hit_bytes, &writes, &written_bytes, &unknown, &done);
+            let (hits, hit_bytes, writes, written_bytes, unknown, done, barrier) =
+                (&hits, &hit_bytes, &writes, &written_bytes, &unknown, &done, &barrier);
             s.spawn(move || {
                 let (mut h, mut hb, mut w, mut wb, mut u) = (0, 0, 0, 0, 0);
+                let mut next = 0;
                 for (i, &r) in part.iter().enumerate() {
+                    // Wait for the others at each window boundary this request crosses.
+                    while next < windows && r as usize >= next * WINDOW {
+                        if parts.len() > 1 {
+                            barrier.wait();
+                        }
+                        next += 1;
+                    }
                     let Request { key, size } = trace[r as usize];
                     if cache.get(key) {
                         h += 1;
@@ -283,6 +300,12 @@ fn replay(trace: &[Request], parts: &[Vec<u32>], cache: &dyn Replayed, progress:
                         let total = done.fetch_add(65_536, Ordering::Relaxed) + 65_536;
                         eprint!("\r  {:>3}% ", total * 100 / trace.len() as u64);
                     }
+                }
+                // Pass the remaining barriers, so the other threads are not left waiting.
+                if parts.len() > 1 {
+                    (next..windows).for_each(|_| {
+                        barrier.wait();
+                    });
                 }
                 hits.fetch_add(h, Ordering::Relaxed);
                 hit_bytes.fetch_add(hb, Ordering::Relaxed);
