@@ -113,7 +113,7 @@
 //! | deletion, `count` | none: part of the cuckoo design |
 //! | any capacity (no power of two) | one choice bit per slot, in place of a fingerprint bit |
 //! | striped writers | 32 bytes per stripe (version, item, relocation and removal counts), up to 1024 stripes |
-//! | admission gate | two filters of `gate_capacity` keys (default 16 × the cache capacity, about 42 bytes per cache entry at ε = 1%) |
+//! | admission gate | two filters of `gate_capacity` keys, 3 to 4 bytes per key at ε = 1%: by default about 2 bytes per cache entry under `S3Fifo` (0.6 keys per entry), about 55 under `SecondHit` (16 keys per entry) |
 //! | `metrics` feature (default) | nothing on the hot path; `publish_metrics()` sums per-stripe and per-shard counters (see the table in `src/metrics.rs` and the README) |
 //! | batched lookups (`contains_batch`) | none unless used; 2.7–2.9x one-by-one lookups on a table far larger than the cache |
 //! | snapshots | a transient copy of the table while writing one (writers pause for the copy); twice the table while restoring |

@@ -28,8 +28,8 @@ use crate::primitive::{thread_stripe, AtomicU64, Ordering, ShardLock};
 
 /// Default gate size under [`AdmissionPolicy::SecondHit`], in cache entries: how many
 /// first sightings the gate remembers while they wait for a second request. It costs
-/// about 5 bytes per key remembered (two generations at 1% false positives), so the
-/// default gate is about 80 bytes per cache entry, small beside most values.
+/// 3 to 4 bytes per key (two generations at 1% false positives), so the default gate is
+/// about 55 bytes per cache entry, small beside most values.
 pub const DEFAULT_GATE_MULTIPLIER: usize = 16;
 
 /// Most shards a cache may have.
