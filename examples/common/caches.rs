@@ -1,0 +1,142 @@
+//! The cache workloads shared by `benches/cache.rs` and `examples/cache_report.rs`: keys,
+//! the caches compared, and one round of a workload.
+#![allow(dead_code)]
+
+use std::hint::black_box;
+use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use cuckoo_gate::AdmissionCache;
+
+use super::common::key;
+
+/// Objects the keys are drawn from.
+pub const OBJECTS: usize = 1_000_000;
+/// Entries every cache holds.
+pub const CAPACITY: usize = 100_000;
+/// Requests in one round.
+pub const OPS: usize = 1_000_000;
+
+/// The workloads: `get-heavy` is a read-through cache (`get`, and `insert` on a miss),
+/// `mixed` half `get`, half `insert` of the key drawn.
+pub const WORKLOADS: [&str; 2] = ["get-heavy", "mixed"];
+
+/// `n` draws from Zipf(0.99) over [`OBJECTS`] keys, by inverse transform sampling.
+pub fn zipf_requests(n: usize) -> Vec<u64> {
+    let weights: Vec<f64> = (1..=OBJECTS).map(|rank| 1.0 / (rank as f64).powf(0.99)).collect();
+    let total: f64 = weights.iter().sum();
+    let cdf: Vec<f64> = weights
+        .iter()
+        .scan(0.0, |acc, w| {
+            *acc += w / total;
+            Some(*acc)
+        })
+        .collect();
+    (0..n as u64)
+        .map(|i| {
+            let u = (key(i) >> 11) as f64 / (1u64 << 53) as f64;
+            let rank = cdf.partition_point(|&c| c < u).min(OBJECTS - 1);
+            key(rank as u64 ^ 0xCAFE) // the object's key: spread, not its rank
+        })
+        .collect()
+}
+
+/// What the workloads need of a cache.
+pub trait Cache: Sync {
+    fn get(&self, key: u64) -> Option<u64>;
+    fn insert(&self, key: u64, value: u64);
+}
+
+impl Cache for AdmissionCache<u64, u64> {
+    fn get(&self, key: u64) -> Option<u64> {
+        AdmissionCache::get(self, &key)
+    }
+    fn insert(&self, key: u64, value: u64) {
+        black_box(AdmissionCache::insert(self, key, value));
+    }
+}
+
+impl Cache for quick_cache::sync::Cache<u64, u64> {
+    fn get(&self, key: u64) -> Option<u64> {
+        quick_cache::sync::Cache::get(self, &key)
+    }
+    fn insert(&self, key: u64, value: u64) {
+        quick_cache::sync::Cache::insert(self, key, value);
+    }
+}
+
+impl Cache for moka::sync::Cache<u64, u64> {
+    fn get(&self, key: u64) -> Option<u64> {
+        moka::sync::Cache::get(self, &key)
+    }
+    fn insert(&self, key: u64, value: u64) {
+        moka::sync::Cache::insert(self, key, value);
+    }
+}
+
+type Lru = Mutex<lru::LruCache<u64, u64, ahash::RandomState>>;
+
+impl Cache for Lru {
+    fn get(&self, key: u64) -> Option<u64> {
+        self.lock().unwrap().get(&key).copied()
+    }
+    fn insert(&self, key: u64, value: u64) {
+        self.lock().unwrap().put(key, value);
+    }
+}
+
+/// The caches compared, empty, each holding [`CAPACITY`] entries: `AdmissionCache` with
+/// its default policy (S3-FIFO on the gate), quick_cache, moka (TinyLFU admission) and a
+/// `Mutex<lru::LruCache>` (plain LRU), each as a user would build it.
+pub fn peers() -> Vec<(&'static str, Box<dyn Cache>)> {
+    let lru = lru::LruCache::with_hasher(NonZeroUsize::new(CAPACITY).unwrap(), ahash::RandomState::new());
+    vec![
+        (
+            "cuckoo-gate",
+            Box::new(AdmissionCache::<u64, u64>::builder().capacity(CAPACITY).seed(1).build().unwrap()),
+        ),
+        ("quick_cache-0.7", Box::new(quick_cache::sync::Cache::<u64, u64>::new(CAPACITY))),
+        ("moka-0.12", Box::new(moka::sync::Cache::<u64, u64>::new(CAPACITY as u64))),
+        ("mutex-lru-0.19", Box::new(Mutex::new(lru))),
+    ]
+}
+
+/// Whether request `i` of the mixed workload is a `get` (half of them, spread evenly and
+/// independently of the key).
+fn mixed_get(i: usize) -> bool {
+    key(i as u64) & 1 == 0
+}
+
+/// Runs one round of `workload` over `requests`, split over `threads` threads: the wall
+/// time, and the share of its `get`s that hit.
+pub fn round(cache: &dyn Cache, workload: &str, requests: &[u64], threads: usize) -> (Duration, f64) {
+    let (gets, hits) = (AtomicU64::new(0), AtomicU64::new(0));
+    let chunk = requests.len().div_ceil(threads);
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for (n, part) in requests.chunks(chunk).enumerate() {
+            let (gets, hits) = (&gets, &hits);
+            s.spawn(move || {
+                let (mut g, mut h) = (0, 0);
+                for (i, &k) in part.iter().enumerate() {
+                    if workload == "get-heavy" || mixed_get(n * chunk + i) {
+                        g += 1;
+                        match cache.get(k) {
+                            Some(_) => h += 1,
+                            None if workload == "get-heavy" => cache.insert(k, k),
+                            None => {}
+                        }
+                    } else {
+                        cache.insert(k, k);
+                    }
+                }
+                gets.fetch_add(g, Ordering::Relaxed);
+                hits.fetch_add(h, Ordering::Relaxed);
+            });
+        }
+    });
+    let elapsed = start.elapsed();
+    (elapsed, hits.into_inner() as f64 / gets.into_inner() as f64)
+}
