@@ -1,11 +1,11 @@
 //! The seen-before gate: remembers which keys were recently seen, in two generations of
 //! cuckoo filters, and answers "seen before?" while recording the key, atomically.
 //!
-//! A key is recorded in the *current* generation. Once the current generation holds
-//! `capacity` keys the gate rotates: the older generation is cleared and becomes the
-//! current one. So a key is remembered for at least `capacity` new recordings after it was
-//! last recorded (the generation that took over must fill before the key's is cleared),
-//! and memory stays bounded at two filters (aging, as ristretto's and Caffeine's
+//! A key is recorded in the *current* generation. After `capacity` new recordings into
+//! it the gate rotates: the older generation is cleared and becomes the current one. So a
+//! key is remembered for at least `capacity` new recordings after it was last recorded
+//! (the generation that took over must fill before the key's is cleared), and memory
+//! stays bounded at two filters (aging, as ristretto's and Caffeine's
 //! doorkeepers do by resetting). A key found in the previous generation is copied into the
 //! current one, so keys that keep coming back are never forgotten.
 //!
@@ -13,9 +13,9 @@
 //! on every recording. After about one new recording in [`CHECK_INTERVAL`] (chosen by the
 //! key's hash) the recorder sums the counts; the filters have room for the few recordings
 //! that land between two checks. (The filter's own size would not do: a relocation in
-//! flight moves an item between the stripes it is summed over, so the sum can run ahead.) Two threads
-//! that see the same full generation both ask to rotate, and the generation counter lets
-//! only the first one do it.
+//! flight moves an item between the stripes it is summed over, so the sum can run ahead.)
+//! Two threads that see the same full generation both ask to rotate, and the generation
+//! counter lets only the first one do it.
 //!
 //! [`SeenBefore::forget`] removes a key (cuckoo deletion), which a cache uses to drop keys
 //! it has admitted, so the gate holds only keys still waiting; [`SeenBefore::take`] asks
@@ -28,10 +28,10 @@
 use std::hash::Hash;
 use std::io::{Read, Write};
 
-use crate::error::BuildError;
-use crate::filter::CuckooFilter;
 use crossbeam_utils::CachePadded;
 
+use crate::error::BuildError;
+use crate::filter::CuckooFilter;
 use crate::primitive::{thread_stripe, yield_now, AtomicUsize, Ordering, RwLock};
 use crate::snapshot::{Decoder, Encoder, Kind, SnapshotError};
 
