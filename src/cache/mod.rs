@@ -269,11 +269,8 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
         if self.capacity == 0 {
             return Err(BuildError::ZeroCapacity);
         }
-        let default_shards = || {
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            (cores * 4).min(self.capacity)
-        };
-        let shards = self.shards.unwrap_or_else(default_shards);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let shards = self.shards.unwrap_or((cores * 4).min(self.capacity));
         if shards == 0 || shards > self.capacity || shards > MAX_SHARDS {
             return Err(BuildError::InvalidShards { shards, capacity: self.capacity });
         }
@@ -306,7 +303,6 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
                 CachePadded::new(ShardLock::new(Shard::new(self.policy, share, expected)))
             })
             .collect();
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let stripes = (2 * cores).next_power_of_two().min(256);
         Ok(AdmissionCache {
             shards,
