@@ -44,11 +44,12 @@
 //!
 //! By default a filter may double 4 times (to 16x its capacity); set
 //! [`FilterBuilder::max_capacity`] to change that, or to the capacity for a fixed-size
-//! filter. A doubling is a *split*: each slot stores, beside its fingerprint, one hash bit
-//! per allowed doubling, and bucket `j` of the old table becomes buckets `2j` and `2j + 1`
-//! of the new one, the stored bit choosing, and the new table stores the slots without it.
-//! Lookups still read two buckets, and the false-positive rate stays at ε however far the
-//! filter grows, at one bit per slot per doubling still allowed. The grower freezes the old table stripe by stripe (writers then wait
+//! filter. A doubling is a *split*: each entry keeps one hash bit per allowed doubling (in a
+//! side array that only writers read), and bucket `j` of the old table becomes buckets
+//! `2j` and `2j + 1` of the new one, the kept bit choosing. Lookups still read two buckets
+//! of fingerprints as compact as a fixed-size filter's, and the false-positive rate stays
+//! at ε however far the filter grows, at one side bit per slot per doubling still allowed.
+//! The grower freezes the old table stripe by stripe (writers then wait
 //! for the new table; readers keep reading the frozen one), splits it into the new table,
 //! publishes it with an atomic pointer swap, and retires the old one: it stays allocated
 //! while the filter lives (on Linux its pages go back to the OS), so a lookup that loaded

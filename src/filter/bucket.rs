@@ -160,6 +160,7 @@ impl<W: Word> Lanes<W> {
     }
 
     /// Mask of one slot's bits.
+    #[cfg(test)]
     pub(crate) fn slot_mask(&self) -> u64 {
         self.slot_mask
     }

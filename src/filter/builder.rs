@@ -18,16 +18,9 @@ pub(crate) const TARGET_LOAD_PERCENT: u128 = 95;
 /// and few enough (32 KiB) that the stamps stay in cache.
 pub(crate) const DEFAULT_MAX_STRIPES: usize = 1024;
 
-/// Most doublings allowed when no `max_capacity` is given (16 times the capacity), at one
-/// bit per slot per doubling still allowed. Fewer are allowed where these bits would widen
-/// a bucket (4 slots) past 64 bits while a fixed-size filter's fits: such buckets are read
-/// as 128-bit words, which made lookups about half as fast on the project's machine
-/// (`cargo run --release --example growth_tax`). At the default ε of 0.1% a slot is 13
-/// bits, so the default filter may double 3 times (8x); at 1% (10-bit slots), 4 times.
+/// Doublings allowed when no `max_capacity` is given (16 times the capacity), at one
+/// bit per slot per doubling still allowed (fewer if a slot would exceed 32 bits).
 pub const DEFAULT_DOUBLINGS: u32 = 4;
-
-/// Widest slot whose 4-slot buckets fit a 64-bit word.
-const NARROW_SLOT_BITS: u32 = 16;
 
 /// The default stripe count for a table of `buckets` buckets: one per group, up to
 /// [`DEFAULT_MAX_STRIPES`].
@@ -105,16 +98,14 @@ impl FilterBuilder {
     /// The filter may double `floor(log2(items / capacity))` times, and each doubling still
     /// allowed costs one bit per slot (it keeps the false-positive rate at ε however far
     /// the filter grows; a doubling spends its bit, so a fully grown filter has the slots
-    /// of a fixed-size one). By default it may double up to [`DEFAULT_DOUBLINGS`] times
-    /// (16x the capacity): 3 times (8x) at the default ε of 0.1%, so that a bucket still
-    /// fits a 64-bit word, and fewer if a slot would exceed 32 bits.
+    /// of a fixed-size one). These bits sit apart from the fingerprints, where only writers
+    /// read them, so lookups read a table as compact as a fixed-size filter's. By default
+    /// the filter may double [`DEFAULT_DOUBLINGS`] times (16x the capacity), fewer if a slot
+    /// would exceed 32 bits.
     ///
-    /// What the ability to grow costs before the filter grows, measured at 5M items and
-    /// ε = 0.1% (`cargo run --release --example growth_tax`): 16.9 bits per item against
-    /// 13.7 for a fixed-size filter (the 3 extension bits, 23% more memory), and lookups at
-    /// 0.8–1.0x its speed (less where the larger table no longer fits the CPU cache; the
-    /// same at 1M and 50M). With 4 doublings (`max_capacity(16 * capacity)`) the 17-bit
-    /// slots make 128-bit buckets, and lookups ran at about half the fixed filter's speed.
+    /// What the ability to grow costs before the filter grows:
+    /// `cargo run --release --example growth_tax` measures it (figures in
+    /// `docs/performance.md`).
     ///
     /// For a fixed-size filter, which pays nothing for growth, set `max_capacity` to the
     /// capacity.
@@ -220,14 +211,7 @@ impl FilterBuilder {
                 })
         };
         let doublings = match self.max_capacity {
-            None => {
-                // The fixed-size slot is the fingerprint and the choice bit.
-                let slot = fingerprint_bits + 1;
-                let narrow =
-                    if slot <= NARROW_SLOT_BITS { NARROW_SLOT_BITS - slot } else { DEFAULT_DOUBLINGS };
-                let allowed = DEFAULT_DOUBLINGS.min(narrow).min(most);
-                (0..=allowed).rev().find(|&d| fits(d).is_some()).unwrap_or(0)
-            }
+            None => (0..=DEFAULT_DOUBLINGS.min(most)).rev().find(|&d| fits(d).is_some()).unwrap_or(0),
             Some(max) if max < self.capacity => {
                 return Err(BuildError::MaxCapacityBelowCapacity {
                     capacity: self.capacity,

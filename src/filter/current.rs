@@ -119,7 +119,7 @@ impl Current {
         self.pointer.store(Box::into_raw(Box::new(tables)), Ordering::Release);
         // SAFETY: as in `read`; `old` is retired below, not freed.
         let old_tables = unsafe { &*old };
-        let retained = old_tables.retained_bytes(old_tables.release_pages());
+        let retained = old_tables.release_pages();
         // `old` came from `Box::into_raw`, so it is not null.
         self.retired.lock().push(Owned(NonNull::new(old).expect("published tables are not null"), retained));
         Ok(())

@@ -14,13 +14,13 @@
 //! * second bucket `i2 = (i1 + D) mod B` with `D = 2^L * (1 + floor(mix(fp) * (B0 - 1) /
 //!   2^64))`, so `i2 != i1` (Schmitz et al. 2025, section 3.1, scaled by `2^L`).
 //!
-//! The stored slot value is `(fp << r | ext) << 1 | choice`, with `r = E - L` the
-//! doublings left: the fingerprint, the extension bits not yet spent on the bucket index
-//! (`e(L+1) .. eE`), and a choice bit saying whether the entry sits in its first (0) or
-//! second (1) bucket. From a slot alone its other bucket is `x + D` (choice 0) or `x - D`
-//! (choice 1), so relocation needs no key. A lookup compares the whole value (`choice` 0
-//! in `i1`, 1 in `i2`); the choice bit is part of the match, which halves the
-//! false-positive rate.
+//! An entry is stored in two parts. The *lane value* `fp << 1 | choice`, in the table the
+//! lookups read, holds the fingerprint and a choice bit saying whether the entry sits in
+//! its first (0) or second (1) bucket; from a slot alone its other bucket is `x + D`
+//! (choice 0) or `x - D` (choice 1), so relocation needs no key. The *extension* `r =
+//! E - L` bits (`e(L+1) .. eE`, the doublings left) sit in a side array that only writers
+//! read (see `table.rs`). A lookup compares the lane value (`choice` 0 in `i1`, 1 in
+//! `i2`); the choice bit is part of the match, which halves the false-positive rate.
 //!
 //! # Split doubling
 //!
@@ -29,12 +29,11 @@
 //! `B' = 2B`, `i2' = (i1' + D') mod B' = 2 i2 + e` as well. So a doubling is a pure
 //! split, with no relocation and no overflow (a new bucket receives entries from one old
 //! bucket only). The extension bit it spends is implied by where the entry sits from then
-//! on (it is the low bit of both its buckets), so the doubled table stores each value
-//! without it, in slots one bit narrower: a lookup at level `L` compares `f + E - L` bits
-//! plus the choice bit, exactly the information it has. The false-positive rate, about
-//! `4 a / 2^(f + E - L)` at load `a`, never exceeds what `f` bits give a fixed-size
-//! filter, and a filter that may double `E` times pays `E - L` bits per slot at level `L`:
-//! fully grown, its table has the slots of a fixed-size filter built for its size.
+//! on (it is the low bit of both its buckets), so the doubled table keeps the lane value
+//! and one fewer extension bit. Lookups compare `f` bits plus the choice bit at every
+//! level, as a fixed-size filter does, so the lanes they read are as narrow as a fixed-size
+//! filter's; a filter that may double `E` times pays `E - L` side bits per slot at level
+//! `L`, which only inserts, removals and doublings touch.
 //!
 //! After `L` doublings an entry's two buckets agree in their low `L` bits, so the table
 //! is `2^L` independent cuckoo tables of `B0` buckets each, interleaved; each still
@@ -58,8 +57,10 @@ pub(crate) struct Probe {
     pub(crate) i1: usize,
     /// Second bucket.
     pub(crate) i2: usize,
-    /// Slot value in the first bucket (choice bit 0); `v1 | 1` is the value in the second.
+    /// Lane value in the first bucket (choice bit 0); `v1 | 1` is the value in the second.
     pub(crate) v1: u64,
+    /// Extension bits not yet spent (the same in both buckets).
+    pub(crate) ext: u64,
 }
 
 impl Probe {
@@ -139,11 +140,9 @@ impl Geometry {
         (2 * SLOTS) as f64 / 2.0 * load / ((1u64 << fingerprint_bits) - 1) as f64
     }
 
-    /// Expected false-positive rate of this table at load `load`: the fingerprint and the
-    /// extension bits not yet spent on the bucket index discriminate.
+    /// Expected false-positive rate of this table at load `load`.
     pub(crate) fn false_positive_rate(&self, load: f64) -> f64 {
-        let effective = self.fingerprint_bits + self.extension_bits - self.level;
-        (2 * SLOTS) as f64 / 2.0 * load / (2f64.powi(effective as i32) - 1.0)
+        (2 * SLOTS) as f64 / 2.0 * load / (2f64.powi(self.fingerprint_bits as i32) - 1.0)
     }
 
     pub(crate) fn buckets(&self) -> usize {
@@ -167,7 +166,12 @@ impl Geometry {
     /// Bits per slot: the fingerprint, the extension bits not yet spent, and the choice
     /// bit. One fewer after each doubling.
     pub(crate) fn slot_bits(&self) -> u32 {
-        self.fingerprint_bits + self.doublings_left() + 1
+        self.lane_bits() + self.doublings_left()
+    }
+
+    /// Bits per lane of the table lookups read: the fingerprint and the choice bit.
+    pub(crate) fn lane_bits(&self) -> u32 {
+        self.fingerprint_bits + 1
     }
 
     /// The key with hash `hash`.
@@ -182,7 +186,7 @@ impl Geometry {
         let fp_range = (1u64 << self.fingerprint_bits) - 1;
         let fp = 1 + (((hash as u32 as u64) * fp_range) >> 32);
         let i2 = self.forward(i1, fp);
-        Probe { i1, i2, v1: ((fp << left) | ext) << 1 }
+        Probe { i1, i2, v1: fp << 1, ext }
     }
 
     /// `D(fp)`, in `[1, B - 1]`.
@@ -201,11 +205,11 @@ impl Geometry {
         }
     }
 
-    /// The other bucket of the entry stored as `value` in `bucket`, and the value it must
-    /// be stored as there.
+    /// The other bucket of the entry with lane value `value` in `bucket`, and its lane
+    /// value there.
     #[inline]
     pub(crate) fn other(&self, bucket: usize, value: u64) -> (usize, u64) {
-        let fp = value >> (1 + self.doublings_left());
+        let fp = value >> 1;
         let other = if value & 1 == 0 {
             self.forward(bucket, fp)
         } else {
@@ -219,24 +223,21 @@ impl Geometry {
         (other, value ^ 1)
     }
 
-    /// Whether `value` could have been stored by this table: a non-zero fingerprint (for
-    /// restoring untrusted snapshots; every such value is valid in any bucket, as the spent
-    /// extension bits are no longer stored). `value` has at most `slot_bits`.
+    /// Whether the lane value `value` could have been stored by this table: a non-zero
+    /// fingerprint (for restoring untrusted snapshots; every such value is valid in any
+    /// bucket, as the spent extension bits are no longer stored).
     pub(crate) fn holds(&self, value: u64) -> bool {
-        value >> (1 + self.doublings_left()) != 0
+        value >> 1 != 0
     }
 
-    /// Where the entry stored as `value` in `bucket` goes when this table doubles, and the
-    /// value it is stored as there (without the extension bit the doubling spends). Needs
-    /// `doublings_left() > 0`.
+    /// Where the entry with extension bits `ext` in `bucket` goes when this table doubles,
+    /// and its extension bits there (without the one the doubling spends; the lane value
+    /// stays). Needs `doublings_left() > 0`.
     #[inline]
-    pub(crate) fn split(&self, bucket: usize, value: u64) -> (usize, u64) {
+    pub(crate) fn split(&self, bucket: usize, ext: u64) -> (usize, u64) {
         debug_assert!(self.doublings_left() > 0);
         let spent = self.doublings_left() - 1;
-        let next_bit = (value >> 1 >> spent) & 1;
-        let fp = value >> (2 + spent);
-        let rest = (value >> 1) & ((1 << spent) - 1);
-        (2 * bucket + next_bit as usize, ((fp << spent) | rest) << 1 | (value & 1))
+        (2 * bucket + (ext >> spent & 1) as usize, ext & ((1 << spent) - 1))
     }
 }
 
@@ -273,16 +274,15 @@ mod tests {
             let p = g.probe(hash);
             prop_assert!(p.i1 < g.buckets() && p.i2 < g.buckets());
             prop_assert_ne!(p.i1, p.i2);
-            let left = g.doublings_left();
-            prop_assert!(p.v1 >> (1 + left) >= 1 && p.v1 >> (1 + left) < 1 << fbits.max(1));
-            prop_assert!(p.v1 < 1 << g.slot_bits());
+            prop_assert!(p.v1 >> 1 >= 1 && p.v1 >> 1 < 1 << fbits.max(1));
+            prop_assert!(p.v1 < 1 << g.lane_bits() && p.ext < 1 << g.doublings_left());
             prop_assert_eq!(g.other(p.i1, p.v1), (p.i2, p.v2()));
             prop_assert_eq!(g.other(p.i2, p.v2()), (p.i1, p.v1));
         }
 
         /// The split-doubling identity: after a doubling, both of a key's buckets are the
-        /// children (`2j + e`) of its old ones, and its stored values are the old ones
-        /// without the spent extension bit.
+        /// children (`2j + e`) of its old ones, its lane values stay, and its extension bits
+        /// lose the spent one.
         #[test]
         fn doubling_splits_both_buckets(buckets in 2usize..1 << 30, fbits in 1u32..=20, ext in 1u32..8, level in 0u32..8, hash in any::<u64>()) {
             let mut g = Geometry::new(buckets, fbits, ext);
@@ -290,8 +290,9 @@ mod tests {
                 g = g.doubled();
             }
             let (before, after) = (g.probe(hash), g.doubled().probe(hash));
-            prop_assert_eq!(g.split(before.i1, before.v1), (after.i1, after.v1));
-            prop_assert_eq!(g.split(before.i2, before.v2()), (after.i2, after.v2()));
+            prop_assert_eq!(g.split(before.i1, before.ext), (after.i1, after.ext));
+            prop_assert_eq!(g.split(before.i2, before.ext), (after.i2, after.ext));
+            prop_assert_eq!(before.v1, after.v1);
             prop_assert_eq!(g.doubled().slot_bits(), g.slot_bits() - 1);
             prop_assert_eq!(g.doubled().buckets(), 2 * g.buckets());
         }
@@ -306,7 +307,7 @@ mod tests {
             let p = g.probe(hash);
             prop_assert!(g.holds(p.v1) && g.holds(p.v2()));
             prop_assert_eq!(Geometry::restored(buckets, fbits, ext, g.level()), Some(g));
-            prop_assert!(!g.holds(1) && !g.holds((1 << (1 + g.doublings_left())) - 1));
+            prop_assert!(!g.holds(1) && !g.holds(0));
         }
     }
 }

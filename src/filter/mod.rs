@@ -15,9 +15,9 @@
 //! When an insert finds no room, the filter doubles (up to its `max_capacity`) by *split
 //! doubling* (see `hash.rs`): the new table has twice the buckets, every entry of old
 //! bucket `j` goes to bucket `2j` or `2j + 1` according to one of the extension bits it
-//! stored, and is stored there without that bit. Lookups still probe two buckets, and the
-//! false-positive rate never exceeds the configured one, at one extra bit per slot per
-//! doubling still allowed: a fully grown table has the slots of a fixed-size one.
+//! keeps (in a side array only writers read), and keeps the others. Lookups still probe
+//! two buckets of a table as compact as a fixed-size filter's, and the false-positive rate
+//! never exceeds the configured one, at one side bit per slot per doubling still allowed.
 //!
 //! Why not the alternatives the design notes list (by arithmetic; the growth example
 //! measures the chosen scheme, see the README): a chain of sub-filters, each twice the
@@ -98,18 +98,18 @@ impl Tables {
         }
     }
 
-    /// A table holding `words` read back from a snapshot (see [`Table::from_words`]).
-    fn from_words(geometry: Geometry, stripes: usize, words: &[u64]) -> Result<Self, SnapshotError> {
+    /// A table holding `image` read back from a snapshot (see [`Table::from_image`]).
+    fn from_image(geometry: Geometry, stripes: usize, image: &[u64]) -> Result<Self, SnapshotError> {
         if Self::narrow(geometry) {
-            Table::from_words(geometry, stripes, words).map(Tables::Narrow)
+            Table::from_image(geometry, stripes, image).map(Tables::Narrow)
         } else {
-            Table::from_words(geometry, stripes, words).map(Tables::Wide)
+            Table::from_image(geometry, stripes, image).map(Tables::Wide)
         }
     }
 
     /// Whether a bucket of this geometry fits in a `u64`.
     fn narrow(geometry: Geometry) -> bool {
-        SLOTS as u32 * geometry.slot_bits() <= u64::BITS
+        SLOTS as u32 * geometry.lane_bits() <= u64::BITS
     }
 
     fn geometry(&self) -> &Geometry {
@@ -120,14 +120,9 @@ impl Tables {
         with_table!(self, t => t.memory_bytes())
     }
 
-    /// Gives the buckets' pages back to the OS (see `current.rs`); whether it could.
-    fn release_pages(&self) -> bool {
+    /// Gives the buckets' pages back to the OS (see `current.rs`); the bytes still held.
+    fn release_pages(&self) -> usize {
         with_table!(self, t => t.release_pages())
-    }
-
-    /// Bytes of a retired table still held once `release_pages` returned `released`.
-    fn retained_bytes(&self, released: bool) -> usize {
-        with_table!(self, t => if released { t.stripes_bytes() } else { t.memory_bytes() })
     }
 }
 
@@ -597,9 +592,9 @@ impl CuckooFilter {
         self.len() as f64 / self.capacity() as f64
     }
 
-    /// Bytes held by the current table and its lock stripes. After a doubling the old table
-    /// is freed once no lookup can still be reading it (usually within microseconds); it is
-    /// not counted here.
+    /// Bytes held by the current table and its lock stripes, and what retired tables still
+    /// hold (after a doubling the old table stays allocated while the filter lives, its
+    /// pages handed back to the OS on Linux: then only its stripes count).
     ///
     /// # Examples
     ///
@@ -610,7 +605,7 @@ impl CuckooFilter {
     /// let fixed = CuckooFilter::builder().capacity(1_000_000).max_capacity(1_000_000).build()?;
     /// let bits_per_item = fixed.memory_usage() as f64 * 8.0 / 1_000_000.0;
     /// assert!(bits_per_item < 14.0, "{bits_per_item}");
-    /// // ...and 4 bits more per slot for the default growth allowance (16x).
+    /// // ...and 4 side bits more per slot for the default growth allowance (16x).
     /// let growable = CuckooFilter::with_capacity(1_000_000);
     /// let bits_per_item = growable.memory_usage() as f64 * 8.0 / 1_000_000.0;
     /// assert!(bits_per_item < 18.5, "{bits_per_item}");

@@ -43,13 +43,14 @@ impl<W: Word> Table<W> {
         // keys: `cargo run --release --example filter_report -- --throughput`).
         self.prefetch_bucket(p.i1);
         self.prefetch_bucket(p.i2);
+        self.prefetch_ext(p.i1);
         if !unique {
             // Fast path: most inserts find room in the first bucket, and a plain insert
             // needs only that bucket's stripe (every writer of the bucket holds it, every
             // reader validates it). `insert_unique` must check both buckets under lock.
             let locked = self.lock_pair(p.i1, p.i1)?;
             if let Some(lane) = lanes.empties(locked.bucket(p.i1)).lowest() {
-                locked.put(p.i1, lane, p.v1);
+                locked.put(p.i1, lane, p.v1, p.ext);
                 return Ok(true);
             }
         }
@@ -73,11 +74,11 @@ impl<W: Word> Table<W> {
                     (locked, b1, b2)
                 };
                 if let Some(lane) = lanes.empties(b1).lowest() {
-                    locked.put(p.i1, lane, p.v1);
+                    locked.put(p.i1, lane, p.v1, p.ext);
                     return Ok(true);
                 }
                 if let Some(lane) = lanes.empties(b2).lowest() {
-                    locked.put(p.i2, lane, p.v2());
+                    locked.put(p.i2, lane, p.v2(), p.ext);
                     return Ok(true);
                 }
                 if m1.count() + m2.count() == 2 * SLOTS {
@@ -120,14 +121,19 @@ impl<W: Word> Table<W> {
             }
         }
         let locked = self.lock_pair(p.i1, p.i2)?;
-        if let Some(lane) = lanes.matches(locked.bucket(p.i1), p.v1).lowest() {
-            locked.remove(p.i1, lane);
-            Ok(true)
-        } else if let Some(lane) = lanes.matches(locked.bucket(p.i2), p.v2()).lowest() {
-            locked.remove(p.i2, lane);
-            Ok(true)
-        } else {
-            Ok(false)
+        for (bucket, value) in [(p.i1, p.v1), (p.i2, p.v2())] {
+            let contents = locked.bucket(bucket);
+            if lanes.matches(contents, value).any() {
+                // The extension bits must match too: removing another key's entry would
+                // leave this key's, which the next doubling could send to the wrong bucket.
+                let exact =
+                    (0..SLOTS).find(|&l| lanes.lane(contents, l) == value && locked.ext(bucket, l) == p.ext);
+                if let Some(lane) = exact {
+                    locked.remove(bucket, lane);
+                    return Ok(true);
+                }
+            }
         }
+        Ok(false)
     }
 }

@@ -99,7 +99,7 @@ pub(crate) fn find_path<W: Word>(table: &Table<W>, roots: [usize; 2], budget: us
             for lane in 0..SLOTS {
                 let child = Hop { bucket: other, lane, value: lanes.lane(contents, lane) };
                 // Start loading the bucket this child would move to, which the search
-                // reads when the child's turn comes (cbfe3ab; see the README).
+                // reads when the child's turn comes.
                 table.prefetch_bucket(geometry.other(other, child.value).0);
                 nodes.push(Node { hop: child, parent: Some(next as u32), depth: depth + 1 });
             }
@@ -124,6 +124,10 @@ fn path_to(nodes: &[Node], mut at: usize) -> Path {
 /// `Err(Frozen)` if the table is frozen (the hops made so far stay valid).
 pub(crate) fn execute<W: Word>(table: &Table<W>, path: &Path) -> Result<bool, Frozen> {
     let lanes = table.lanes();
+    for hop in path.hops() {
+        table.prefetch_ext(hop.bucket);
+        table.prefetch_ext(table.geometry().other(hop.bucket, hop.value).0);
+    }
     for hop in path.hops().iter().rev() {
         let (to, moved) = table.geometry().other(hop.bucket, hop.value);
         let locked = table.lock_pair(hop.bucket, to)?;
@@ -139,10 +143,11 @@ pub(crate) fn execute<W: Word>(table: &Table<W>, path: &Path) -> Result<bool, Fr
         {
             // Deliberately wrong (for the loom suite): clear the source, unlock, and only
             // then write the copy, so a reader can see the entry in neither bucket.
+            let ext = locked.ext(hop.bucket, hop.lane);
             locked.take(hop.bucket, hop.lane);
             drop(locked);
             let locked = table.lock_pair(to, to)?;
-            locked.put(to, free, moved);
+            locked.put(to, free, moved, ext);
         }
     }
     Ok(true)

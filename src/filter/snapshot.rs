@@ -14,7 +14,7 @@ use std::io::{Read, Write};
 
 use super::builder::max_stripes;
 use super::hash::Geometry;
-use super::table::{word_count, Totals};
+use super::table::{image_word_count, Totals};
 use super::{CuckooFilter, Tables};
 use crate::primitive::Ordering;
 use crate::snapshot::{Decoder, Encoder, Kind, SnapshotError, HASH_CHECK_KEY};
@@ -101,7 +101,7 @@ impl CuckooFilter {
                     geometry: *t.geometry(),
                     stripes: t.stripe_count(),
                     totals: t.totals(),
-                    words: t.copy_words(),
+                    words: t.image(),
                 };
                 if freeze {
                     t.thaw();
@@ -164,7 +164,7 @@ impl CuckooFilter {
         let geometry =
             Geometry::restored(base_buckets, fingerprint_bits.into(), extension_bits.into(), level.into())
                 .ok_or(SnapshotError::inconsistent("impossible table geometry"))?;
-        if word_count(geometry) != Some(words) {
+        if image_word_count(geometry) != Some(words) {
             return Err(SnapshotError::inconsistent("word count does not match the geometry"));
         }
         let words = d.words(words)?;
@@ -192,7 +192,7 @@ impl CuckooFilter {
         if configured_stripes != 0 && configured_stripes != stripes {
             return Err(SnapshotError::inconsistent("configured stripe count differs from the table's"));
         }
-        let tables = Tables::from_words(geometry, stripes, &words)?;
+        let tables = Tables::from_image(geometry, stripes, &words)?;
         drop(words);
         with_table!(&tables, t => t.carry_counters(totals));
         let filter = CuckooFilter::from_parts(

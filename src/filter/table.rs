@@ -12,6 +12,12 @@
 //! loads two (rarely three) words starting at the bucket's first word; the array carries
 //! two padding words so that the over-read never leaves it, and the bits read from a
 //! neighbouring group are masked off.
+//!
+//! The slots hold lane values (fingerprint and choice bit, see `hash.rs`). A table that
+//! may still double keeps each slot's unspent extension bits in a second array, `ext`,
+//! packed the same way (`r` bits per slot, so a group is `r` words). Lookups never read
+//! it: it is written and read only under the slot's stripe lock, or in a frozen table, so
+//! its loads and stores are `Relaxed`, ordered by the lock.
 
 use super::bucket::{Lanes, Word, SLOTS};
 use super::hash::Geometry;
@@ -45,20 +51,81 @@ pub(crate) struct Table<W> {
     geometry: Geometry,
     lanes: Lanes<W>,
     words: Box<[AtomicU64]>,
+    /// Unspent extension bits, `geometry.doublings_left()` per slot.
+    ext: Box<[AtomicU64]>,
     stripes: Box<[Stripe]>,
     stripe_mask: usize,
 }
 
 /// Bytes a table of this shape needs, or `None` on overflow.
 pub(crate) fn table_bytes(geometry: Geometry, stripes: usize) -> Option<usize> {
-    let words = word_count(geometry)?;
+    let words = words_for(geometry, geometry.lane_bits(), PADDING_WORDS)?.checked_add(words_for(
+        geometry,
+        geometry.doublings_left(),
+        0,
+    )?)?;
     words.checked_mul(8)?.checked_add(stripes.checked_mul(std::mem::size_of::<Stripe>())?)
 }
 
-/// Words a table of this shape holds, padding included, or `None` on overflow.
-pub(crate) fn word_count(geometry: Geometry) -> Option<usize> {
-    let bits = geometry.buckets().checked_mul(SLOTS * geometry.slot_bits() as usize)?;
-    bits.div_ceil(64).checked_add(PADDING_WORDS)
+/// Words of a snapshot image of a table of this shape ([`Table::image`]: whole slots,
+/// padding included), or `None` on overflow.
+pub(crate) fn image_word_count(geometry: Geometry) -> Option<usize> {
+    words_for(geometry, geometry.slot_bits(), PADDING_WORDS)
+}
+
+/// Words holding `bits` bits for every slot of `geometry`, plus `padding`.
+fn words_for(geometry: Geometry, bits: u32, padding: usize) -> Option<usize> {
+    let total = geometry.buckets().checked_mul(SLOTS * bits as usize)?;
+    total.div_ceil(64).checked_add(padding)
+}
+
+/// An empty array of `len` atomic words, `Err` if the allocation is refused.
+fn atomic_words(len: usize) -> Result<Box<[AtomicU64]>, ()> {
+    let mut w = Vec::new();
+    w.try_reserve_exact(len).map_err(|_| ())?;
+    advise_huge_pages(w.spare_capacity_mut());
+    w.extend((0..len).map(|_| AtomicU64::new(0)));
+    Ok(w.into_boxed_slice())
+}
+
+/// The `bits`-bit field (`1 <= bits <= 32`) at bit `at` of `words`, loaded `Relaxed`.
+fn load_field(words: &[AtomicU64], at: usize, bits: u32) -> u64 {
+    let (w, shift) = (at / 64, (at % 64) as u32);
+    let mut value = words[w].load(Ordering::Relaxed) >> shift;
+    if shift + bits > 64 {
+        value |= words[w + 1].load(Ordering::Relaxed) << (64 - shift);
+    }
+    value & ((1 << bits) - 1)
+}
+
+/// Writes `value` into the `bits`-bit field (`1 <= bits <= 32`) at bit `at` of `words`.
+/// The caller holds the stripe of the field's words.
+fn store_field(words: &[AtomicU64], at: usize, bits: u32, value: u64, order: Ordering) {
+    let (w, shift) = (at / 64, (at % 64) as u32);
+    let mask = (1u64 << bits) - 1;
+    let old = words[w].load(Ordering::Relaxed);
+    words[w].store((old & !(mask << shift)) | (value << shift), order);
+    if shift + bits > 64 {
+        let done = 64 - shift;
+        let old = words[w + 1].load(Ordering::Relaxed);
+        words[w + 1].store((old & !(mask >> done)) | (value >> done), order);
+    }
+}
+
+/// The `bits`-bit field at bit `at` of the plain words `words` (a snapshot image).
+fn get_field(words: &[u64], at: usize, bits: u32) -> u64 {
+    let (w, shift) = (at / 64, (at % 64) as u32);
+    let wide = words[w] as u128 | (words.get(w + 1).copied().unwrap_or(0) as u128) << 64;
+    (wide >> shift) as u64 & ((1 << bits) - 1)
+}
+
+/// ORs `value` (`bits` bits wide) into the zeroed field at bit `at` of `words`.
+fn put_field(words: &mut [u64], at: usize, bits: u32, value: u64) {
+    let (w, shift) = (at / 64, (at % 64) as u32);
+    words[w] |= value << shift;
+    if shift + bits > 64 {
+        words[w + 1] |= value >> (64 - shift);
+    }
 }
 
 impl<W: Word> Table<W> {
@@ -66,18 +133,16 @@ impl<W: Word> Table<W> {
     /// `stripes` must be a power of two.
     pub(crate) fn new(geometry: Geometry, stripes: usize) -> Result<Self, ()> {
         debug_assert!(stripes.is_power_of_two());
-        let words = word_count(geometry).ok_or(())?;
-        let mut w = Vec::new();
-        w.try_reserve_exact(words).map_err(|_| ())?;
-        advise_huge_pages(w.spare_capacity_mut());
-        w.extend((0..words).map(|_| AtomicU64::new(0)));
+        let words = atomic_words(words_for(geometry, geometry.lane_bits(), PADDING_WORDS).ok_or(())?)?;
+        let ext = atomic_words(words_for(geometry, geometry.doublings_left(), 0).ok_or(())?)?;
         let mut s = Vec::new();
         s.try_reserve_exact(stripes).map_err(|_| ())?;
         s.extend((0..stripes).map(|_| Stripe::new()));
         Ok(Table {
             geometry,
-            lanes: Lanes::new(geometry.slot_bits()),
-            words: w.into_boxed_slice(),
+            lanes: Lanes::new(geometry.lane_bits()),
+            words,
+            ext,
             stripes: s.into_boxed_slice(),
             stripe_mask: stripes - 1,
         })
@@ -97,7 +162,7 @@ impl<W: Word> Table<W> {
 
     /// Bytes held by the words and the stripes.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.words.len() * std::mem::size_of::<AtomicU64>() + self.stripes_bytes()
+        (self.words.len() + self.ext.len()) * std::mem::size_of::<AtomicU64>() + self.stripes_bytes()
     }
 
     /// Bytes held by the stripes.
@@ -107,17 +172,18 @@ impl<W: Word> Table<W> {
 
     /// Releases the words of a table that a doubling retired (frozen, and no longer
     /// published): on Linux their pages go back to the OS and read as zero from then on.
-    /// Whether the pages were released. Readers that may still read this table validate
-    /// their reads against the table pointer (see `current.rs`); the `Release` fence here
-    /// orders the swap before every word that reads zero. Under loom the release is
-    /// modelled by storing zero into every word.
-    pub(crate) fn release_pages(&self) -> bool {
+    /// Returns the bytes the table still holds. Readers that may still read this table
+    /// validate their reads against the table pointer (see `current.rs`); the `Release`
+    /// fence here orders the swap before every word that reads zero. Under loom the
+    /// release is modelled by storing zero into every word.
+    pub(crate) fn release_pages(&self) -> usize {
         fence(Ordering::Release);
         if cfg!(cuckoo_gate_loom) {
-            self.words.iter().for_each(|w| w.store(0, Ordering::Relaxed));
-            return true;
+            self.words.iter().chain(self.ext.iter()).for_each(|w| w.store(0, Ordering::Relaxed));
+            return self.stripes_bytes();
         }
-        release_pages(&self.words)
+        let held = |words: &[AtomicU64]| if release_pages(words) { 0 } else { std::mem::size_of_val(words) };
+        self.stripes_bytes() + held(&self.words) + held(&self.ext)
     }
 
     /// Stored fingerprints, summed over the stripes (a snapshot under concurrent writes).
@@ -160,6 +226,15 @@ impl<W: Word> Table<W> {
         let word = bucket * self.lanes.bucket_bits() as usize / 64;
         prefetch(&self.words[word]);
         prefetch(&self.words[word + 1]);
+    }
+
+    /// Starts loading the extension bits of bucket `bucket` (nothing in a table that
+    /// cannot double). Its 4 fields lie within one cache line.
+    #[inline]
+    pub(crate) fn prefetch_ext(&self, bucket: usize) {
+        if let bits @ 1.. = self.geometry.doublings_left() {
+            prefetch(&self.ext[bucket * SLOTS * bits as usize / 64]);
+        }
     }
 
     /// Reads buckets `i1` and `i2` as of one instant and applies `f` to them.
@@ -227,6 +302,9 @@ impl<W: Word> Table<W> {
         for word in self.words.iter() {
             word.store(0, Ordering::Release);
         }
+        for word in self.ext.iter() {
+            word.store(0, Ordering::Relaxed);
+        }
         for stripe in self.stripes.iter() {
             stripe.reset_items();
             stripe.unlock();
@@ -245,42 +323,62 @@ impl<W: Word> Table<W> {
         self.stripes.iter().for_each(Stripe::thaw);
     }
 
-    /// The words, padding included: a consistent copy while the table is frozen.
-    pub(crate) fn copy_words(&self) -> Vec<u64> {
-        self.words.iter().map(|word| word.load(Ordering::Relaxed)).collect()
+    /// The table as a snapshot stores it: each slot's whole value (see [`stored`]), packed
+    /// like the lanes into [`image_word_count`] words. Consistent while the table is frozen.
+    pub(crate) fn image(&self) -> Vec<u64> {
+        if self.ext.is_empty() {
+            return self.words.iter().map(|word| word.load(Ordering::Relaxed)).collect();
+        }
+        let (bits, ext_bits) = (self.geometry.slot_bits(), self.geometry.doublings_left());
+        let mut image = vec![0; image_word_count(self.geometry).expect("the table exists")];
+        for bucket in 0..self.geometry.buckets() {
+            let contents = self.load_bucket(bucket);
+            for lane in 0..SLOTS {
+                let value = self.lanes.lane(contents, lane);
+                let slot = bucket * SLOTS + lane;
+                put_field(
+                    &mut image,
+                    slot * bits as usize,
+                    bits,
+                    stored(value, self.load_ext(slot), ext_bits),
+                );
+            }
+        }
+        image
     }
 
-    /// A table holding `words`, as [`Table::copy_words`] gave them (read back from a
-    /// snapshot), with `stripes` stripes, which count their items afresh. Checks that a
-    /// table of this geometry could have written them: the count, zero bits after the last
-    /// bucket, and every entry valid where it sits ([`Geometry::holds`]).
-    pub(crate) fn from_words(
+    /// A table holding `image`, as [`Table::image`] gave it (read back from a snapshot),
+    /// with `stripes` stripes, which count their items afresh. Checks that a table of this
+    /// geometry could have written it: the count, zero bits after the last bucket, and
+    /// every entry valid where it sits ([`Geometry::holds`]).
+    pub(crate) fn from_image(
         geometry: Geometry,
         stripes: usize,
-        words: &[u64],
+        image: &[u64],
     ) -> Result<Self, SnapshotError> {
         let used_bits = geometry.buckets() * SLOTS * geometry.slot_bits() as usize;
         let (full, rest) = (used_bits / 64, (used_bits % 64) as u32);
-        if word_count(geometry) != Some(words.len()) {
+        if image_word_count(geometry) != Some(image.len()) {
             return Err(SnapshotError::inconsistent("word count does not match the geometry"));
         }
-        let tail_in_use = if rest == 0 { 0 } else { words[full] >> rest };
-        if tail_in_use != 0 || words[full + 1..].iter().any(|&w| w != 0) {
+        let tail_in_use = if rest == 0 { 0 } else { image[full] >> rest };
+        if tail_in_use != 0 || image[full + 1..].iter().any(|&w| w != 0) {
             return Err(SnapshotError::inconsistent("bits set after the last bucket"));
         }
         let bytes = table_bytes(geometry, stripes).unwrap_or(usize::MAX);
         let table = Table::new(geometry, stripes).map_err(|()| SnapshotError::OutOfMemory { bytes })?;
-        for (word, &value) in table.words.iter().zip(words) {
-            word.store(value, Ordering::Relaxed);
-        }
+        let (bits, ext_bits) = (geometry.slot_bits(), geometry.doublings_left());
         for bucket in 0..geometry.buckets() {
-            let contents = table.load_bucket(bucket);
             for lane in 0..SLOTS {
-                let value = table.lanes.lane(contents, lane);
-                if value != 0 {
+                let slot = bucket * SLOTS + lane;
+                let whole = get_field(image, slot * bits as usize, bits);
+                if whole != 0 {
+                    let (value, ext) = (lane_value(whole, ext_bits), whole >> 1 & ((1 << ext_bits) - 1));
                     if !geometry.holds(value) {
                         return Err(SnapshotError::inconsistent("an entry that cannot sit in its bucket"));
                     }
+                    table.store_lane(bucket, lane, value);
+                    table.store_ext(slot, ext);
                     table.stripes[table.stripe_of(bucket)].add_items(1);
                 }
             }
@@ -301,8 +399,10 @@ impl<W: Word> Table<W> {
             for lane in 0..SLOTS {
                 let value = self.lanes.lane(contents, lane);
                 if value != 0 {
-                    let (child, value) = self.geometry.split(bucket, value);
-                    new.store_lane(child, next_lane[child & 1], value);
+                    let (child, ext) = self.geometry.split(bucket, self.load_ext(bucket * SLOTS + lane));
+                    let child_lane = next_lane[child & 1];
+                    new.store_lane(child, child_lane, value);
+                    new.store_ext(child * SLOTS + child_lane, ext);
                     next_lane[child & 1] += 1;
                     new.stripes[new.stripe_of(child)].add_items(1);
                 }
@@ -318,22 +418,43 @@ impl<W: Word> Table<W> {
         self.stripes[0].add_relocations(totals.relocations);
     }
 
-    /// Writes `value` into slot `lane` of `bucket`. The caller holds the bucket's stripe.
+    /// Writes the lane value `value` into slot `lane` of `bucket`. The caller holds the
+    /// bucket's stripe.
     fn store_lane(&self, bucket: usize, lane: usize, value: u64) {
         let slot_bits = self.lanes.slot_bits();
         let bit = bucket * self.lanes.bucket_bits() as usize + lane * slot_bits as usize;
-        let (w, shift) = (bit / 64, (bit % 64) as u32);
-        let mask = self.lanes.slot_mask();
-        let word = &self.words[w];
-        let old = word.load(Ordering::Relaxed);
-        word.store((old & !(mask << shift)) | (value << shift), Ordering::Release);
-        if shift + slot_bits > 64 {
-            let done = 64 - shift;
-            let word = &self.words[w + 1];
-            let old = word.load(Ordering::Relaxed);
-            word.store((old & !(mask >> done)) | (value >> done), Ordering::Release);
+        store_field(&self.words, bit, slot_bits, value, Ordering::Release);
+    }
+
+    /// The extension bits of slot `slot` (`bucket * SLOTS + lane`), 0 in a table that
+    /// cannot double. The caller holds the slot's stripe, or the table is frozen.
+    fn load_ext(&self, slot: usize) -> u64 {
+        match self.geometry.doublings_left() {
+            0 => 0,
+            bits => load_field(&self.ext, slot * bits as usize, bits),
         }
     }
+
+    /// Writes the extension bits of slot `slot`. The caller holds the slot's stripe.
+    fn store_ext(&self, slot: usize, ext: u64) {
+        if let bits @ 1.. = self.geometry.doublings_left() {
+            store_field(&self.ext, slot * bits as usize, bits, ext, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A slot's whole value, as snapshots store it: `(fp << r | ext) << 1 | choice` for the
+/// lane value `fp << 1 | choice` and `r` extension bits `ext`.
+fn stored(value: u64, ext: u64, ext_bits: u32) -> u64 {
+    if value == 0 {
+        return 0;
+    }
+    (value >> 1 << ext_bits | ext) << 1 | (value & 1)
+}
+
+/// The lane value of the whole value `whole` (see [`stored`]).
+fn lane_value(whole: u64, ext_bits: u32) -> u64 {
+    whole >> (1 + ext_bits) << 1 | (whole & 1)
 }
 
 #[cfg(cuckoo_gate_broken = "unstamped_remove")]
@@ -345,10 +466,11 @@ impl<W: Word> Table<W> {
     pub(crate) fn remove_unstamped(&self, bucket: usize, lane: usize) {
         let contents = self.load_bucket(bucket);
         let last = (0..SLOTS).rev().find(|&l| self.lanes.lane(contents, l) != 0).unwrap_or(lane);
-        let moved = self.lanes.lane(contents, last);
+        let (moved, ext) = (self.lanes.lane(contents, last), self.load_ext(bucket * SLOTS + last));
         self.store_lane(bucket, last, 0);
         if last != lane {
             self.store_lane(bucket, lane, moved);
+            self.store_ext(bucket * SLOTS + lane, ext);
         }
         self.stripes[self.stripe_of(bucket)].add_items(-1);
     }
@@ -375,10 +497,18 @@ impl<W: Word> Locked<'_, W> {
         self.table.load_bucket(bucket)
     }
 
-    /// Stores `value` in the empty slot `lane` of `bucket`.
-    pub(crate) fn put(&self, bucket: usize, lane: usize, value: u64) {
+    /// The extension bits of slot `lane` of `bucket`, which this guard locks.
+    pub(crate) fn ext(&self, bucket: usize, lane: usize) -> u64 {
+        debug_assert!(self.holds(bucket));
+        self.table.load_ext(bucket * SLOTS + lane)
+    }
+
+    /// Stores the entry with lane value `value` and extension bits `ext` in the empty slot
+    /// `lane` of `bucket`.
+    pub(crate) fn put(&self, bucket: usize, lane: usize, value: u64, ext: u64) {
         debug_assert!(self.holds(bucket));
         debug_assert_eq!(self.table.lanes.lane(self.table.load_bucket(bucket), lane), 0);
+        self.table.store_ext(bucket * SLOTS + lane, ext);
         self.table.store_lane(bucket, lane, value);
         self.table.stripes[self.table.stripe_of(bucket)].add_items(1);
     }
@@ -387,6 +517,7 @@ impl<W: Word> Locked<'_, W> {
     pub(crate) fn take(&self, bucket: usize, lane: usize) {
         debug_assert!(self.holds(bucket));
         debug_assert_ne!(self.table.lanes.lane(self.table.load_bucket(bucket), lane), 0);
+        // The extension bits of an empty slot are never read, so they stay.
         self.table.store_lane(bucket, lane, 0);
         self.table.stripes[self.table.stripe_of(bucket)].add_items(-1);
     }
@@ -397,11 +528,10 @@ impl<W: Word> Locked<'_, W> {
         self.table.stripes[self.table.stripe_of(bucket)].add_removes(1);
     }
 
-    /// Moves the entry in slot `from_lane` of `from` (stored as `value`) to the empty slot
-    /// `to_lane` of `to`, where it is stored as `moved`: the copy is written before the
-    /// source is cleared.
+    /// Moves the entry in slot `from_lane` of `from` to the empty slot `to_lane` of `to`,
+    /// where its lane value is `moved`: the copy is written before the source is cleared.
     pub(crate) fn relocate(&self, from: usize, from_lane: usize, to: usize, to_lane: usize, moved: u64) {
-        self.put(to, to_lane, moved);
+        self.put(to, to_lane, moved, self.ext(from, from_lane));
         self.take(from, from_lane);
         self.table.stripes[self.table.stripe_of(from)].add_relocations(1);
     }

@@ -147,9 +147,8 @@ fn bad_configuration_is_an_error() {
     // The default growth shrinks to what fits in a 32-bit slot.
     assert_eq!(b().false_positive_rate(2e-9).build().unwrap().stats().doublings_left, 0);
     assert_eq!(b().false_positive_rate(1e-8).build().unwrap().stats().doublings_left, 2);
-    // By default as many doublings as keep a 4-slot bucket within 64 bits: 3 at 0.1%
-    // (13-bit slots), the most (4) at 1% (10-bit slots) and where slots are wide anyway.
-    assert_eq!(b().build().unwrap().stats().doublings_left, 3);
+    // Otherwise the default, whatever the fingerprint width.
+    assert_eq!(b().build().unwrap().stats().doublings_left, crate::DEFAULT_DOUBLINGS);
     assert_eq!(
         b().false_positive_rate(0.01).build().unwrap().stats().doublings_left,
         crate::DEFAULT_DOUBLINGS
@@ -393,4 +392,31 @@ fn crafted_collisions_do_not_force_growth() {
     assert_eq!(f.insert(&crafted[8]), Err(InsertError::Crowded));
     assert_eq!(f.stats().doublings, 0);
     assert!(crafted[..8].iter().all(|k| f.contains(k)), "a crafted key was lost");
+}
+
+/// Two keys whose entries differ only in their extension bits (same buckets, same
+/// fingerprint): removing the second must remove its own entry, not the first key's,
+/// or the first key's bucket after the next doubling is decided by the wrong bits.
+#[test]
+fn remove_takes_the_entry_with_the_keys_extension_bits() {
+    let f = CuckooFilter::builder().capacity(1_000).seed(7).build().unwrap();
+    let g = f.geometry();
+    let h1 = 0x1234_5678_9abc_def0u64;
+    let p1 = g.probe(h1);
+    let split = |p: super::hash::Probe| g.split(p.i1, p.ext).0;
+    // The other half of bucket i1 (the first extension bit differs), with the same low
+    // half, which the fingerprint comes from.
+    let buckets = g.buckets() as u128;
+    let frac = (h1 as u128 * buckets) as u64;
+    let other_half = if frac >> 63 == 0 { 3 << 62 } else { 1 << 62 };
+    let h2 = ((((p1.i1 as u128) << 64 | other_half) / buckets) as u64 & !0xffff_ffff) | (h1 & 0xffff_ffff);
+    let p2 = g.probe(h2);
+    assert_eq!((p2.i1, p2.i2, p2.v1), (p1.i1, p1.i2, p1.v1));
+    assert_ne!(split(p1), split(p2), "the two keys must part at the next doubling");
+    f.insert_hash(h1, false).unwrap();
+    f.insert_hash(h2, false).unwrap();
+    assert!(f.remove_hashed(h2));
+    f.grow(0).unwrap();
+    assert_eq!(f.stats().doublings, 1);
+    assert!(f.contains_hashed(h1), "the first key was lost");
 }
