@@ -27,12 +27,16 @@
 //! one thread it has one shard (one global order). Throughput includes the barrier waits.
 
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Instant;
 
 use cuckoo_gate::{Admission, AdmissionCache, AdmissionPolicy};
+
+#[path = "common/trace.rs"]
+mod trace;
+use trace::{distinct, generated_workload, Request};
 
 /// Requests per window of a multi-thread replay.
 const WINDOW: usize = 4096;
@@ -75,84 +79,6 @@ fn parse_args() -> Args {
         }
     }
     args
-}
-
-/// One request: the key and the object's size in bytes (1 when the trace has none).
-#[derive(Clone, Copy)]
-struct Request {
-    key: u64,
-    size: u32,
-}
-
-/// Reads a trace: one request per line, the key first, then optionally the size.
-fn read_trace(path: &Path) -> (Vec<Request>, bool) {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| usage(&format!("cannot read {}: {e}", path.display())));
-    let mut sized = false;
-    let bad = |what: &str| usage(&format!("bad {what} in {}", path.display()));
-    let requests = text
-        .lines()
-        .filter(|line| !line.trim().is_empty())
-        .map(|line| {
-            let mut fields = line.split_whitespace();
-            let key = fields.next().and_then(|k| k.parse().ok()).unwrap_or_else(|| bad("key"));
-            let size = match fields.next() {
-                Some(s) => {
-                    sized = true;
-                    s.parse::<u64>().unwrap_or_else(|_| bad("size")).clamp(1, u64::from(u32::MAX)) as u32
-                }
-                None => 1,
-            };
-            Request { key, size }
-        })
-        .collect();
-    (requests, sized)
-}
-
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next_f64(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-/// Zipf(0.9) over 100,000 objects, with one request in three for a brand-new object.
-fn generated_workload(requests: usize) -> Vec<Request> {
-    let objects = 100_000;
-    let mut cumulative = Vec::with_capacity(objects);
-    let mut total = 0.0;
-    for rank in 1..=objects {
-        total += 1.0 / (rank as f64).powf(0.9);
-        cumulative.push(total);
-    }
-    let mut rng = Rng(42);
-    let mut next_unique = 1u64 << 40;
-    (0..requests)
-        .map(|_| {
-            let key = if rng.next_f64() < 1.0 / 3.0 {
-                next_unique += 1;
-                next_unique
-            } else {
-                let u = rng.next_f64() * total;
-                cumulative.partition_point(|&c| c < u) as u64
-            };
-            Request { key, size: 1 }
-        })
-        .collect()
-}
-
-/// Distinct objects, and their total size.
-fn distinct(trace: &[Request]) -> (usize, u64) {
-    let mut objects: Vec<(u64, u32)> = trace.iter().map(|r| (r.key, r.size)).collect();
-    objects.sort_unstable();
-    objects.dedup_by_key(|o| o.0);
-    (objects.len(), objects.iter().map(|o| u64::from(o.1)).sum())
 }
 
 /// What a replay needs of a cache: a lookup, and an offer that says whether it stored.
@@ -393,14 +319,14 @@ fn main() {
         files
             .iter()
             .map(|f| {
-                let (trace, sized) = read_trace(f);
+                let (trace, sized) = trace::read(f).unwrap_or_else(|e| usage(&e));
                 (f.file_name().unwrap().to_string_lossy().into_owned(), trace, sized)
             })
             .collect()
     } else {
         match &args.trace {
             Some(path) => {
-                let (trace, sized) = read_trace(path);
+                let (trace, sized) = trace::read(path).unwrap_or_else(|e| usage(&e));
                 vec![(path.display().to_string(), trace, sized)]
             }
             None => {

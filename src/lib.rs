@@ -125,6 +125,8 @@
 mod cache;
 mod error;
 mod filter;
+#[cfg(feature = "foyer")]
+pub mod foyer;
 mod gate;
 #[cfg(feature = "metrics")]
 mod metrics;

@@ -23,8 +23,8 @@
 //! | `cuckoo_gate_filter_doublings_total` | counter | times the filter doubled its capacity |
 //! | `cuckoo_gate_cache_hits_total` | counter | `get` calls that found their key |
 //! | `cuckoo_gate_cache_misses_total` | counter | `get` calls that did not |
-//! | `cuckoo_gate_cache_admitted_total` | counter | misses stored (cache writes) |
-//! | `cuckoo_gate_cache_rejected_total` | counter | misses kept out by the policy |
+//! | `cuckoo_gate_cache_admitted_total` | counter | misses stored (cache writes; for `foyer::SecondSighting`, entries let onto disk) |
+//! | `cuckoo_gate_cache_rejected_total` | counter | misses kept out by the policy (or off disk) |
 //! | `cuckoo_gate_cache_evictions_total` | counter | entries pushed out |
 //! | `cuckoo_gate_cache_entries` | gauge | entries held |
 //! | `cuckoo_gate_cache_capacity` | gauge | most entries held |
@@ -171,6 +171,37 @@ impl CacheMetrics {
         self.evictions.absolute(s.evictions);
         self.entries.set(entries as f64);
         self.capacity.set(capacity as f64);
+        self.rotations.absolute(gate.rotations);
+        self.gate_memory.set(gate.memory_bytes as f64);
+    }
+}
+
+/// The registered handles of an admission condition in front of another cache (see
+/// `foyer.rs`) and its gate.
+#[cfg(feature = "foyer")]
+pub(crate) struct AdmissionMetrics {
+    admitted: Counter,
+    rejected: Counter,
+    rotations: Counter,
+    gate_memory: Gauge,
+}
+
+#[cfg(feature = "foyer")]
+impl AdmissionMetrics {
+    pub(crate) fn new(name: &str) -> Self {
+        describe();
+        let labels = [("name", name.to_owned())];
+        AdmissionMetrics {
+            admitted: counter!("cuckoo_gate_cache_admitted_total", &labels),
+            rejected: counter!("cuckoo_gate_cache_rejected_total", &labels),
+            rotations: counter!("cuckoo_gate_gate_rotations_total", &labels),
+            gate_memory: gauge!("cuckoo_gate_gate_memory_bytes", &labels),
+        }
+    }
+
+    pub(crate) fn publish(&self, admitted: u64, rejected: u64, gate: &GateStats) {
+        self.admitted.absolute(admitted);
+        self.rejected.absolute(rejected);
         self.rotations.absolute(gate.rotations);
         self.gate_memory.set(gate.memory_bytes as f64);
     }

@@ -1,0 +1,98 @@
+//! Request streams for the replaying examples: trace files, and a generated workload.
+#![allow(dead_code)]
+
+use std::path::Path;
+
+/// One request: the key and the object's size in bytes (1 when the trace has none).
+#[derive(Clone, Copy)]
+pub struct Request {
+    pub key: u64,
+    pub size: u32,
+}
+
+/// Reads a trace: one request per line, the key first, then optionally the size. Also
+/// says whether the lines carry sizes.
+pub fn read(path: &Path) -> Result<(Vec<Request>, bool), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut sized = false;
+    let bad = |what: &str, line: &str| format!("bad {what} in {}: {line:?}", path.display());
+    let requests = text
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            let mut fields = line.split_whitespace();
+            let key = fields.next().and_then(|k| k.parse().ok()).ok_or_else(|| bad("key", line))?;
+            let size = match fields.next() {
+                Some(s) => {
+                    sized = true;
+                    s.parse::<u64>().map_err(|_| bad("size", line))?.clamp(1, u64::from(u32::MAX)) as u32
+                }
+                None => 1,
+            };
+            Ok(Request { key, size })
+        })
+        .collect::<Result<_, String>>()?;
+    Ok((requests, sized))
+}
+
+/// SplitMix64.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Zipf(0.9) over 100,000 objects, with one request in three for a brand-new object
+/// (size 1).
+pub fn generated_workload(requests: usize) -> Vec<Request> {
+    let objects = 100_000;
+    let mut cumulative = Vec::with_capacity(objects);
+    let mut total = 0.0;
+    for rank in 1..=objects {
+        total += 1.0 / (rank as f64).powf(0.9);
+        cumulative.push(total);
+    }
+    let mut rng = Rng(42);
+    let mut next_unique = 1u64 << 40;
+    (0..requests)
+        .map(|_| {
+            let key = if rng.next_f64() < 1.0 / 3.0 {
+                next_unique += 1;
+                next_unique
+            } else {
+                let u = rng.next_f64() * total;
+                cumulative.partition_point(|&c| c < u) as u64
+            };
+            Request { key, size: 1 }
+        })
+        .collect()
+}
+
+/// [`generated_workload`] with object sizes: 512 bytes times a power of two from 1 to 128,
+/// the smaller sizes likelier, fixed per key.
+pub fn generated_sized_workload(requests: usize) -> Vec<Request> {
+    let mut trace = generated_workload(requests);
+    for r in &mut trace {
+        let draw = Rng(r.key).next_u64();
+        r.size = 512 << (draw.trailing_zeros().min(7));
+    }
+    trace
+}
+
+/// Distinct objects, and their total size.
+pub fn distinct(trace: &[Request]) -> (usize, u64) {
+    let mut objects: Vec<(u64, u32)> = trace.iter().map(|r| (r.key, r.size)).collect();
+    objects.sort_unstable();
+    objects.dedup_by_key(|o| o.0);
+    (objects.len(), objects.iter().map(|o| u64::from(o.1)).sum())
+}
