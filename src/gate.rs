@@ -30,6 +30,7 @@ use std::io::{Read, Write};
 
 use crossbeam_utils::CachePadded;
 
+use crate::broken;
 use crate::error::BuildError;
 use crate::filter::CuckooFilter;
 use crate::primitive::{thread_stripe, yield_now, AtomicUsize, Ordering, RwLock};
@@ -385,9 +386,7 @@ impl SeenBefore {
     /// the older generation and makes it current.
     fn rotate(&self, rotations: u64) {
         let mut generations = self.generations.write();
-        // Deliberately broken under `double_rotation` (for the loom suite): every thread
-        // that saw the generation fill rotates, and the second wipes the one just retired.
-        if generations.rotations != rotations && !cfg!(cuckoo_gate_broken = "double_rotation") {
+        if generations.rotations != rotations && !broken::DOUBLE_ROTATION {
             return;
         }
         let older = generations.current ^ 1;

@@ -63,7 +63,7 @@
 //!   the two buckets, then re-check the stamps, retrying if a writer intervened; after 16
 //!   failed tries they lock, so they cannot starve.
 //! * Every stored fingerprint is, at every instant, in one of its two buckets, and every
-//!   move happens inside one locked window over both buckets. Hence **a lookup for a key
+//!   move happens in one lock hold over both buckets. Hence **a lookup for a key
 //!   that was inserted and not removed never misses**, whatever runs concurrently.
 //!   Lookups are linearizable; `len()` sums per-stripe counters and is not.
 //! * `insert_unique` checks and inserts under the same locks: of threads racing on one
@@ -122,6 +122,7 @@
 #![warn(missing_docs, unsafe_op_in_unsafe_fn, unreachable_pub)]
 #![deny(unsafe_code)]
 
+mod broken;
 mod cache;
 mod error;
 mod filter;

@@ -9,6 +9,8 @@
 //! (except under LRU), writes its write lock, and what leaves a shard is dropped after the
 //! lock is released.
 
+#[cfg(feature = "metrics")]
+mod metrics;
 mod policy;
 mod shard;
 mod store;
@@ -112,7 +114,7 @@ pub struct AdmissionCache<K, V> {
     /// Hit and miss counts, striped by thread so that lookups share no written line.
     lookups: Box<[CachePadded<[AtomicU64; 2]>]>,
     #[cfg(feature = "metrics")]
-    metrics: Option<crate::metrics::CacheMetrics>,
+    metrics: Option<metrics::CacheMetrics>,
 }
 
 type Weigher<K, V> = Arc<dyn Fn(&K, &V) -> u32 + Send + Sync>;
@@ -312,7 +314,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
             weigher: self.weigher,
             lookups: (0..stripes).map(|_| CachePadded::new([AtomicU64::new(0), AtomicU64::new(0)])).collect(),
             #[cfg(feature = "metrics")]
-            metrics: self.metrics_name.as_deref().map(crate::metrics::CacheMetrics::new),
+            metrics: self.metrics_name.as_deref().map(metrics::CacheMetrics::new),
         })
     }
 }

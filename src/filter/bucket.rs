@@ -53,9 +53,9 @@ pub(crate) trait Word:
     fn count_ones(self) -> u32;
     /// Trailing zero bits.
     fn trailing_zeros(self) -> u32;
-    /// The `bits`-bit window starting at bit `shift` of the little-endian word sequence
-    /// `w0, w1, w2`; `w2` is loaded only if the window reaches it.
-    fn window(w0: u64, w1: u64, w2: impl FnOnce() -> u64, shift: u32, bits: u32) -> Self;
+    /// The `bits` bits starting at bit `shift` of the little-endian word sequence
+    /// `w0, w1, w2`; `w2` is loaded only if they reach it.
+    fn extract(w0: u64, w1: u64, w2: impl FnOnce() -> u64, shift: u32, bits: u32) -> Self;
 }
 
 impl Word for u64 {
@@ -78,7 +78,7 @@ impl Word for u64 {
         u64::trailing_zeros(self)
     }
     #[inline]
-    fn window(w0: u64, w1: u64, _w2: impl FnOnce() -> u64, shift: u32, _bits: u32) -> Self {
+    fn extract(w0: u64, w1: u64, _w2: impl FnOnce() -> u64, shift: u32, _bits: u32) -> Self {
         ((w0 as u128 | (w1 as u128) << 64) >> shift) as u64
     }
 }
@@ -103,7 +103,7 @@ impl Word for u128 {
         u128::trailing_zeros(self)
     }
     #[inline]
-    fn window(w0: u64, w1: u64, w2: impl FnOnce() -> u64, shift: u32, bits: u32) -> Self {
+    fn extract(w0: u64, w1: u64, w2: impl FnOnce() -> u64, shift: u32, bits: u32) -> Self {
         let mut value = (w0 as u128 | (w1 as u128) << 64) >> shift;
         if shift + bits > 128 {
             value |= (w2() as u128) << (128 - shift);

@@ -3,7 +3,7 @@
 use super::bucket::SLOTS;
 use super::hash::{Geometry, MAX_FINGERPRINT_BITS, MAX_SLOT_BITS};
 use super::table::{table_bytes, GROUP};
-use super::{CuckooFilter, Tables};
+use super::{AnyTable, CuckooFilter};
 use crate::error::BuildError;
 
 /// False-positive rate used by [`CuckooFilter::with_capacity`] and by a builder that is
@@ -242,13 +242,13 @@ impl FilterBuilder {
             return Err(too_large);
         }
         let tables =
-            Tables::new(geometry, initial_stripes).map_err(|()| BuildError::OutOfMemory { bytes })?;
+            AnyTable::new(geometry, initial_stripes).map_err(|()| BuildError::OutOfMemory { bytes })?;
         let seed = self.seed.unwrap_or_else(random_seed);
         #[allow(unused_mut)]
         let mut filter = CuckooFilter::from_parts(tables, stripes, eps, seed);
         #[cfg(feature = "metrics")]
         if let Some(name) = &self.metrics_name {
-            filter.metrics = Some(crate::metrics::FilterMetrics::new(name));
+            filter.metrics = Some(super::metrics::FilterMetrics::new(name));
         }
         Ok(filter)
     }

@@ -34,20 +34,21 @@
 
 use std::ptr::NonNull;
 
-use super::Tables;
+use super::AnyTable;
+use crate::broken;
 use crate::primitive::{fence, AtomicPtr, Mutex, Ordering};
 
 /// A retired table (allocated by `Box::into_raw`, freed by [`Current`]'s drop only), and
 /// the bytes it still holds.
-struct Owned(NonNull<Tables>, usize);
+struct Owned(NonNull<AnyTable>, usize);
 
-// SAFETY: `Owned` is an owning pointer to a `Tables`, which is `Send + Sync`; it is only
+// SAFETY: `Owned` is an owning pointer to an `AnyTable`, which is `Send + Sync`; it is only
 // dereferenced by `Current`, which hands out shared references while it lives.
 unsafe impl Send for Owned {}
 
 /// The pointer to the current table, and every table retired before it.
 pub(crate) struct Current {
-    pointer: AtomicPtr<Tables>,
+    pointer: AtomicPtr<AnyTable>,
     /// Whether the filter was built to grow (otherwise the pointer never changes).
     replaceable: bool,
     /// Tables swapped out by doublings, freed when the filter is dropped.
@@ -56,7 +57,7 @@ pub(crate) struct Current {
 
 impl Current {
     /// Publishes `tables`; `replaceable` is false for a filter that never grows.
-    pub(crate) fn new(tables: Tables, replaceable: bool) -> Self {
+    pub(crate) fn new(tables: AnyTable, replaceable: bool) -> Self {
         Current {
             pointer: AtomicPtr::new(Box::into_raw(Box::new(tables))),
             replaceable,
@@ -73,17 +74,15 @@ impl Current {
     /// table if a doubling retired the one it read meanwhile. For reads only: `f` may run
     /// more than once. Lock-free.
     #[inline]
-    pub(crate) fn read<R>(&self, mut f: impl FnMut(&Tables) -> R) -> R {
+    pub(crate) fn read<R>(&self, mut f: impl FnMut(&AnyTable) -> R) -> R {
         loop {
             let pointer = self.pointer.load(Ordering::Acquire);
             // SAFETY: the pointer is never null (set in `new` and `replace` from
             // `Box::into_raw`), and no table is freed before `self` is dropped, which
             // cannot happen while `&self` is borrowed.
             let result = f(unsafe { &*pointer });
-            if !self.replaceable || cfg!(cuckoo_gate_broken = "skip_table_check") {
-                // A fixed-size filter's table is never retired. (Deliberately wrong
-                // under `skip_table_check`, for the loom suite: a growable filter's
-                // reader may have read a retired table's released pages.)
+            if !self.replaceable || broken::SKIP_TABLE_CHECK {
+                // A fixed-size filter's table is never retired.
                 return result;
             }
             fence(Ordering::Acquire);
@@ -96,7 +95,7 @@ impl Current {
     /// Runs `f` once on the table current at the call. For writers, whose stripe locks
     /// refuse a retired table, and for the grower and snapshots, which hold the growth
     /// lock (no table is retired meanwhile).
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&Tables) -> R) -> R {
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&AnyTable) -> R) -> R {
         // SAFETY: as in `read`.
         f(unsafe { &*self.pointer.load(Ordering::Acquire) })
     }
@@ -108,7 +107,7 @@ impl Current {
     /// table frozen.
     pub(crate) fn replace<E>(
         &self,
-        grow: impl FnOnce(&Tables) -> Result<Option<Tables>, E>,
+        grow: impl FnOnce(&AnyTable) -> Result<Option<AnyTable>, E>,
     ) -> Result<(), E> {
         debug_assert!(self.replaceable);
         let old = self.pointer.load(Ordering::Acquire);

@@ -49,8 +49,8 @@
 macro_rules! with_table {
     ($tables:expr, $t:ident => $body:expr) => {
         match $tables {
-            Tables::Narrow($t) => $body,
-            Tables::Wide($t) => $body,
+            AnyTable::Narrow($t) => $body,
+            AnyTable::Wide($t) => $body,
         }
     };
 }
@@ -59,6 +59,8 @@ mod bucket;
 mod builder;
 mod current;
 mod hash;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod ops;
 mod relocate;
 mod snapshot;
@@ -72,38 +74,41 @@ use self::bucket::SLOTS;
 use self::current::Current;
 use self::hash::Geometry;
 use self::ops::Refused;
-use self::stripe::Frozen;
-use self::table::Table;
+use crate::broken;
 use crate::error::InsertError;
 use crate::primitive::{AtomicU64, Mutex, Ordering};
 use crate::snapshot::SnapshotError;
 
+pub(crate) use self::bucket::Word;
 pub use self::builder::{FilterBuilder, DEFAULT_DOUBLINGS, DEFAULT_FALSE_POSITIVE_RATE};
+pub(crate) use self::relocate::Hop;
+pub(crate) use self::stripe::Frozen;
+pub(crate) use self::table::{Locked, Table};
 
-/// The table, monomorphised for its bucket word: `u64` buckets for slots of up to 16 bits,
+/// One table, monomorphised for its bucket word: `u64` buckets for lanes of up to 16 bits,
 /// `u128` for wider ones.
 #[derive(Debug)]
-pub(crate) enum Tables {
+pub(crate) enum AnyTable {
     Narrow(Table<u64>),
     Wide(Table<u128>),
 }
 
-impl Tables {
+impl AnyTable {
     /// An empty table of this shape, `Err` if its memory is refused.
     pub(crate) fn new(geometry: Geometry, stripes: usize) -> Result<Self, ()> {
         if Self::narrow(geometry) {
-            Table::new(geometry, stripes).map(Tables::Narrow)
+            Table::new(geometry, stripes).map(AnyTable::Narrow)
         } else {
-            Table::new(geometry, stripes).map(Tables::Wide)
+            Table::new(geometry, stripes).map(AnyTable::Wide)
         }
     }
 
     /// A table holding `image` read back from a snapshot (see [`Table::from_image`]).
     fn from_image(geometry: Geometry, stripes: usize, image: &[u64]) -> Result<Self, SnapshotError> {
         if Self::narrow(geometry) {
-            Table::from_image(geometry, stripes, image).map(Tables::Narrow)
+            Table::from_image(geometry, stripes, image).map(AnyTable::Narrow)
         } else {
-            Table::from_image(geometry, stripes, image).map(Tables::Wide)
+            Table::from_image(geometry, stripes, image).map(AnyTable::Wide)
         }
     }
 
@@ -126,15 +131,15 @@ impl Tables {
     }
 }
 
-impl From<Table<u64>> for Tables {
+impl From<Table<u64>> for AnyTable {
     fn from(table: Table<u64>) -> Self {
-        Tables::Narrow(table)
+        AnyTable::Narrow(table)
     }
 }
 
-impl From<Table<u128>> for Tables {
+impl From<Table<u128>> for AnyTable {
     fn from(table: Table<u128>) -> Self {
-        Tables::Wide(table)
+        AnyTable::Wide(table)
     }
 }
 
@@ -182,7 +187,7 @@ pub struct CuckooFilter {
     false_positive_rate: f64,
     failed_inserts: AtomicU64,
     #[cfg(feature = "metrics")]
-    metrics: Option<crate::metrics::FilterMetrics>,
+    metrics: Option<metrics::FilterMetrics>,
 }
 
 /// A snapshot of a filter's counters and shape, from [`CuckooFilter::stats`].
@@ -259,7 +264,7 @@ impl CuckooFilter {
     }
 
     pub(crate) fn from_parts(
-        tables: Tables,
+        tables: AnyTable,
         stripes: Option<usize>,
         false_positive_rate: f64,
         seed: u64,
@@ -297,7 +302,7 @@ impl CuckooFilter {
 
     /// Runs a write on the current table, repeating it on the doubled table if it met a
     /// frozen stripe (a write that meets one has changed nothing the key depends on).
-    fn write<R>(&self, mut op: impl FnMut(&Tables) -> Result<R, Frozen>) -> R {
+    fn write<R>(&self, mut op: impl FnMut(&AnyTable) -> Result<R, Frozen>) -> R {
         loop {
             match self.current.with(&mut op) {
                 Ok(result) => return result,
@@ -331,11 +336,9 @@ impl CuckooFilter {
             // Allocated before the old table is frozen, so that a refusal leaves the
             // filter as it was. Its slots are one bit narrower, so it may be narrow where
             // the old one was wide.
-            let new = Tables::new(geometry.doubled(), stripes).map_err(|()| oom())?;
+            let new = AnyTable::new(geometry.doubled(), stripes).map_err(|()| oom())?;
             with_table!(old, t => {
-                // Deliberately wrong under `skip_freeze` (for the loom suite): copy without
-                // freezing, so a write racing the copy can be lost.
-                if !cfg!(cuckoo_gate_broken = "skip_freeze") {
+                if !broken::SKIP_FREEZE {
                     t.freeze();
                 }
                 with_table!(&new, n => t.split_into(n));
@@ -612,7 +615,7 @@ impl CuckooFilter {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn memory_usage(&self) -> usize {
-        self.current.read(Tables::memory_bytes) + self.current.retired_bytes()
+        self.current.read(AnyTable::memory_bytes) + self.current.retired_bytes()
     }
 
     /// The false-positive rate this filter was built for.

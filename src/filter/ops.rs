@@ -11,6 +11,7 @@ use super::hash::Probe;
 use super::relocate;
 use super::stripe::Frozen;
 use super::table::Table;
+use crate::broken;
 
 /// Why an insert into one table did not happen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,16 +63,9 @@ impl<W: Word> Table<W> {
                 if unique && (m1.any() || m2.any()) {
                     return Ok(false);
                 }
-                #[cfg(cuckoo_gate_broken = "split_unique")]
-                let (locked, b1, b2) = if unique {
-                    // Deliberately wrong (for the loom suite): check and insert under two
-                    // separate lock holds, so two racing callers can both insert.
-                    drop(locked);
-                    let locked = self.lock_pair(p.i1, p.i2)?;
-                    let (b1, b2) = (locked.bucket(p.i1), locked.bucket(p.i2));
-                    (locked, b1, b2)
-                } else {
-                    (locked, b1, b2)
+                let (locked, b1, b2) = match broken::SPLIT_UNIQUE && unique {
+                    true => broken::relock(self, locked, p.i1, p.i2)?,
+                    false => (locked, b1, b2),
                 };
                 if let Some(lane) = lanes.empties(b1).lowest() {
                     locked.put(p.i1, lane, p.v1, p.ext);
@@ -113,12 +107,8 @@ impl<W: Word> Table<W> {
     /// Removes one copy of the key of `p`; whether one was found.
     pub(crate) fn remove(&self, p: Probe) -> Result<bool, Frozen> {
         let lanes = self.lanes();
-        #[cfg(cuckoo_gate_broken = "unstamped_remove")]
-        for (bucket, value) in [(p.i1, p.v1), (p.i2, p.v2())] {
-            if let Some(lane) = lanes.matches(self.load_bucket(bucket), value).lowest() {
-                self.remove_unstamped(bucket, lane);
-                return Ok(true);
-            }
+        if broken::UNSTAMPED_REMOVE {
+            return Ok(self.remove_unstamped(p));
         }
         let locked = self.lock_pair(p.i1, p.i2)?;
         for (bucket, value) in [(p.i1, p.v1), (p.i2, p.v2())] {

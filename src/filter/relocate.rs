@@ -10,12 +10,13 @@
 //! stripes of the hop, check that the source slot still holds what the search saw and
 //! that the destination still has a free slot, write the copy, clear the source, unlock.
 //! Every stored fingerprint is at every instant in one of its two buckets, and a reader
-//! whose window overlaps a hop sees a stamp change and retries. A stale hop ends the
+//! whose read overlaps a hop sees a stamp change and retries. A stale hop ends the
 //! attempt early; whatever was already moved stays valid, nothing is ever dropped.
 
 use super::bucket::{Word, SLOTS};
 use super::stripe::Frozen;
 use super::table::Table;
+use crate::broken;
 
 /// Search budget: slots examined per attempt (each costs one bucket read).
 pub(crate) const SEARCH_BUDGET: usize = 2048;
@@ -137,17 +138,10 @@ pub(crate) fn execute<W: Word>(table: &Table<W>, path: &Path) -> Result<bool, Fr
         let Some(free) = lanes.empties(locked.bucket(to)).lowest() else {
             return Ok(false);
         };
-        #[cfg(not(cuckoo_gate_broken = "split_move"))]
-        locked.relocate(hop.bucket, hop.lane, to, free, moved);
-        #[cfg(cuckoo_gate_broken = "split_move")]
-        {
-            // Deliberately wrong (for the loom suite): clear the source, unlock, and only
-            // then write the copy, so a reader can see the entry in neither bucket.
-            let ext = locked.ext(hop.bucket, hop.lane);
-            locked.take(hop.bucket, hop.lane);
-            drop(locked);
-            let locked = table.lock_pair(to, to)?;
-            locked.put(to, free, moved, ext);
+        if broken::SPLIT_MOVE {
+            broken::split_move(table, locked, hop, to, free, moved)?;
+        } else {
+            locked.relocate(hop.bucket, hop.lane, to, free, moved);
         }
     }
     Ok(true)

@@ -15,7 +15,8 @@ use std::io::{Read, Write};
 use super::builder::max_stripes;
 use super::hash::Geometry;
 use super::table::{image_word_count, Totals};
-use super::{CuckooFilter, Tables};
+use super::{AnyTable, CuckooFilter};
+use crate::broken;
 use crate::primitive::Ordering;
 use crate::snapshot::{Decoder, Encoder, Kind, SnapshotError, HASH_CHECK_KEY};
 
@@ -91,9 +92,7 @@ impl CuckooFilter {
         let _no_doubling = self.growth.lock();
         self.current.with(|tables| {
             with_table!(tables, t => {
-                // Deliberately wrong under `snapshot_unfrozen` (for the loom suite): copy
-                // while writers keep moving entries, so an entry can be missed.
-                let freeze = !cfg!(cuckoo_gate_broken = "snapshot_unfrozen");
+                let freeze = !broken::SNAPSHOT_UNFROZEN;
                 if freeze {
                     t.freeze();
                 }
@@ -192,7 +191,7 @@ impl CuckooFilter {
         if configured_stripes != 0 && configured_stripes != stripes {
             return Err(SnapshotError::inconsistent("configured stripe count differs from the table's"));
         }
-        let tables = Tables::from_image(geometry, stripes, &words)?;
+        let tables = AnyTable::from_image(geometry, stripes, &words)?;
         drop(words);
         with_table!(&tables, t => t.carry_counters(totals));
         let filter = CuckooFilter::from_parts(

@@ -7,7 +7,7 @@
 //! groups (`stripe = (i / 16) mod S`). Hence two writers holding different stripes never
 //! write the same word, and a writer may update a slot with a plain load/modify/store.
 //!
-//! All words are atomics. Readers load them `Relaxed` inside a seqlock window (see
+//! All words are atomics. Readers load them `Relaxed` inside a seqlock read section (see
 //! `stripe.rs`); writers store them `Release` while holding the stripe. Reading a bucket
 //! loads two (rarely three) words starting at the bucket's first word; the array carries
 //! two padding words so that the over-read never leaves it, and the bits read from a
@@ -20,8 +20,9 @@
 //! its loads and stores are `Relaxed`, ordered by the lock.
 
 use super::bucket::{Lanes, Word, SLOTS};
-use super::hash::Geometry;
+use super::hash::{Geometry, Probe};
 use super::stripe::{Frozen, Stripe};
+use crate::broken;
 use crate::primitive::{advise_huge_pages, fence, prefetch, release_pages, spin_hint, AtomicU64, Ordering};
 use crate::snapshot::SnapshotError;
 
@@ -216,7 +217,7 @@ impl<W: Word> Table<W> {
         let (w, shift) = (bit / 64, (bit % 64) as u32);
         let words = &self.words[w..w + PADDING_WORDS + 1];
         let (w0, w1) = (words[0].load(Ordering::Relaxed), words[1].load(Ordering::Relaxed));
-        W::window(w0, w1, || words[2].load(Ordering::Relaxed), shift, bucket_bits) & self.lanes.bucket_mask()
+        W::extract(w0, w1, || words[2].load(Ordering::Relaxed), shift, bucket_bits) & self.lanes.bucket_mask()
     }
 
     /// Starts loading bucket `bucket` into the cache (see [`prefetch`]): its first word, and
@@ -252,16 +253,8 @@ impl<W: Word> Table<W> {
             for _ in 0..OPTIMISTIC_TRIES {
                 if let (Some(sa), Some(sb)) = (a.optimistic_read(), b.optimistic_read()) {
                     let (b1, b2) = (self.load_bucket(i1), self.load_bucket(i2));
-                    #[cfg(not(cuckoo_gate_broken = "skip_validation"))]
-                    {
-                        fence(Ordering::Acquire);
-                        if a.unchanged_since(sa) && b.unchanged_since(sb) {
-                            return f(b1, b2);
-                        }
-                    }
-                    #[cfg(cuckoo_gate_broken = "skip_validation")]
-                    {
-                        let _ = (sa, sb);
+                    fence(Ordering::Acquire);
+                    if (a.unchanged_since(sa) && b.unchanged_since(sb)) || broken::SKIP_VALIDATION {
                         return f(b1, b2);
                     }
                 }
@@ -457,13 +450,16 @@ fn lane_value(whole: u64, ext_bits: u32) -> u64 {
     whole >> (1 + ext_bits) << 1 | (whole & 1)
 }
 
-#[cfg(cuckoo_gate_broken = "unstamped_remove")]
 impl<W: Word> Table<W> {
-    /// Deliberately wrong (for the loom suite): a remove that skips the stripe lock, so no
-    /// stamp changes, and keeps the bucket compact by moving its last entry into the hole,
-    /// clearing it first. A reader between the two stores misses the moved key, and its
-    /// validation cannot notice.
-    pub(crate) fn remove_unstamped(&self, bucket: usize, lane: usize) {
+    /// [`broken::UNSTAMPED_REMOVE`]: a remove of the key of `p` that skips the stripe
+    /// lock, so no stamp changes, and keeps the bucket compact by moving its last entry
+    /// into the hole, clearing it first. A reader between the two stores misses the moved
+    /// key, and its validation cannot notice.
+    pub(crate) fn remove_unstamped(&self, p: Probe) -> bool {
+        let found = [(p.i1, p.v1), (p.i2, p.v2())].into_iter().find_map(|(bucket, value)| {
+            self.lanes.matches(self.load_bucket(bucket), value).lowest().map(|lane| (bucket, lane))
+        });
+        let Some((bucket, lane)) = found else { return false };
         let contents = self.load_bucket(bucket);
         let last = (0..SLOTS).rev().find(|&l| self.lanes.lane(contents, l) != 0).unwrap_or(lane);
         let (moved, ext) = (self.lanes.lane(contents, last), self.load_ext(bucket * SLOTS + last));
@@ -473,6 +469,7 @@ impl<W: Word> Table<W> {
             self.store_ext(bucket * SLOTS + lane, ext);
         }
         self.stripes[self.stripe_of(bucket)].add_items(-1);
+        true
     }
 }
 

@@ -1,0 +1,57 @@
+//! Deliberately broken protocols, for the loom suite only.
+//!
+//! Each loom model in `tests/loom.rs` must fail when the protocol it checks is broken on
+//! purpose: `.ci/run` builds the crate with `--cfg cuckoo_gate_broken="<name>"` and expects
+//! the models named for that break to panic. Production code asks the constants below,
+//! all `false` in a real build (so the compiler drops the broken paths), and the broken
+//! steps that need more than a skipped check live here.
+
+use crate::filter::{Frozen, Hop, Locked, Table, Word};
+
+/// A reader trusts its optimistic loads without re-checking the stripe stamps.
+pub(crate) const SKIP_VALIDATION: bool = cfg!(cuckoo_gate_broken = "skip_validation");
+/// A relocation clears the source, unlocks, and only then writes the copy.
+pub(crate) const SPLIT_MOVE: bool = cfg!(cuckoo_gate_broken = "split_move");
+/// `insert_unique` checks and inserts under two separate lock holds.
+pub(crate) const SPLIT_UNIQUE: bool = cfg!(cuckoo_gate_broken = "split_unique");
+/// A growable filter's reader does not check the table pointer after reading.
+pub(crate) const SKIP_TABLE_CHECK: bool = cfg!(cuckoo_gate_broken = "skip_table_check");
+/// A doubling copies the table without freezing it.
+pub(crate) const SKIP_FREEZE: bool = cfg!(cuckoo_gate_broken = "skip_freeze");
+/// A snapshot copies the table without freezing it.
+pub(crate) const SNAPSHOT_UNFROZEN: bool = cfg!(cuckoo_gate_broken = "snapshot_unfrozen");
+/// A remove skips the stripe lock (no stamp changes) and compacts the bucket.
+pub(crate) const UNSTAMPED_REMOVE: bool = cfg!(cuckoo_gate_broken = "unstamped_remove");
+/// Every thread that saw a gate generation fill rotates, not only the first.
+pub(crate) const DOUBLE_ROTATION: bool = cfg!(cuckoo_gate_broken = "double_rotation");
+
+/// [`SPLIT_MOVE`]: moves `hop`'s entry to slot `free` of `to` (lane value `moved`) in two
+/// lock holds, so a reader between them finds the entry in neither bucket.
+pub(crate) fn split_move<W: Word>(
+    table: &Table<W>,
+    locked: Locked<'_, W>,
+    hop: &Hop,
+    to: usize,
+    free: usize,
+    moved: u64,
+) -> Result<(), Frozen> {
+    let ext = locked.ext(hop.bucket, hop.lane);
+    locked.take(hop.bucket, hop.lane);
+    drop(locked);
+    table.lock_pair(to, to)?.put(to, free, moved, ext);
+    Ok(())
+}
+
+/// [`SPLIT_UNIQUE`]: lets go of the locks between `insert_unique`'s check and its insert,
+/// and takes them again, with the buckets as they are now.
+pub(crate) fn relock<'a, W: Word>(
+    table: &'a Table<W>,
+    locked: Locked<'a, W>,
+    i1: usize,
+    i2: usize,
+) -> Result<(Locked<'a, W>, W, W), Frozen> {
+    drop(locked);
+    let locked = table.lock_pair(i1, i2)?;
+    let (b1, b2) = (locked.bucket(i1), locked.bucket(i2));
+    Ok((locked, b1, b2))
+}
