@@ -107,18 +107,8 @@
 //!
 //! ## Features and their costs
 //!
-//! | feature | cost |
-//! |---|---|
-//! | lock-free lookups | two version loads and one re-check per lookup |
-//! | growth (default: 4 doublings) | one bit per slot per doubling still allowed (none once fully grown), and one pointer re-check per lookup; retired tables keep their stripe arrays (and, off Linux, their buckets) until the filter is dropped |
-//! | deletion, `count` | none: part of the cuckoo design |
-//! | any capacity (no power of two) | one choice bit per slot, in place of a fingerprint bit |
-//! | striped writers | 32 bytes per stripe (version, item, relocation and removal counts), up to 1024 stripes |
-//! | admission gate | two filters of `gate_capacity` keys, 3 to 4 bytes per key at ε = 1%: by default about 2 bytes per cache entry under `S3Fifo` (0.6 keys per entry), about 55 under `SecondHit` (16 keys per entry) |
-//! | `metrics` feature (default) | nothing on the hot path; `publish_metrics()` sums per-stripe and per-shard counters (see the table in `src/metrics.rs` and the README) |
-//! | batched lookups (`contains_batch`) | none unless used; 2.7–2.9x one-by-one lookups on a table far larger than the cache |
-//! | snapshots | a transient copy of the table while writing one (writers pause for the copy); twice the table while restoring |
-//! | sharded LRU | a hash-map entry and two `u32` links per cached entry; one lock per shard |
+//! What each feature costs in memory and time is tabulated in the README, section "What
+//! each feature costs".
 #![warn(missing_docs, unsafe_op_in_unsafe_fn, unreachable_pub)]
 #![deny(unsafe_code)]
 

@@ -3,34 +3,14 @@
 //!
 //! This module names and describes the metrics; each owner registers its handles beside
 //! its code (`filter/metrics.rs`, `cache/metrics.rs`, `foyer.rs`). Handles are registered
-//! once, when a filter or cache is built with a `metrics_name`, and carry the label `name="<metrics_name>"` so several instances can share a process.
+//! once, when a filter or cache is built with a `metrics_name`, and carry the label
+//! `name="<metrics_name>"` so several instances can share a process.
 //! Nothing is recorded on the hot path: the counters live in per-stripe and per-shard
 //! fields that writers update under the locks they already hold, and
 //! `publish_metrics()` sums them and sets the handles. Call it periodically (for example
 //! every few seconds, from the thread that serves `/metrics` or a timer).
 //!
-//! | metric | type | meaning |
-//! |---|---|---|
-//! | `cuckoo_gate_filter_items` | gauge | fingerprints stored |
-//! | `cuckoo_gate_filter_slots` | gauge | capacity in slots |
-//! | `cuckoo_gate_filter_load_ratio` | gauge | items / slots, in [0, 1] |
-//! | `cuckoo_gate_filter_memory_bytes` | gauge | table and stripes |
-//! | `cuckoo_gate_filter_false_positive_ratio` | gauge | estimated false-positive rate at the current load |
-//! | `cuckoo_gate_filter_fingerprint_width` | gauge | fingerprint width in bits |
-//! | `cuckoo_gate_filter_inserts_total` | counter | successful inserts |
-//! | `cuckoo_gate_filter_failed_inserts_total` | counter | inserts that returned an error |
-//! | `cuckoo_gate_filter_removes_total` | counter | fingerprints removed (`remove`, `clear`) |
-//! | `cuckoo_gate_filter_relocations_total` | counter | fingerprints moved to make room |
-//! | `cuckoo_gate_filter_doublings_total` | counter | times the filter doubled its capacity |
-//! | `cuckoo_gate_cache_hits_total` | counter | `get` calls that found their key |
-//! | `cuckoo_gate_cache_misses_total` | counter | `get` calls that did not |
-//! | `cuckoo_gate_cache_admitted_total` | counter | misses stored (cache writes; for `foyer::SecondSighting`, entries let onto disk) |
-//! | `cuckoo_gate_cache_rejected_total` | counter | misses kept out by the policy (or off disk) |
-//! | `cuckoo_gate_cache_evictions_total` | counter | entries pushed out |
-//! | `cuckoo_gate_cache_entries` | gauge | entries held |
-//! | `cuckoo_gate_cache_capacity` | gauge | most entries held |
-//! | `cuckoo_gate_gate_rotations_total` | counter | generations started by the seen-before gate |
-//! | `cuckoo_gate_gate_memory_bytes` | gauge | the gate's two filters |
+//! The metrics and their meaning are listed in the README, section "Metrics".
 
 use std::sync::Once;
 
