@@ -6,8 +6,9 @@
 //!   last holder wrote), every data store under the lock is a `Release` store, and
 //!   [`Stripe::unlock`] stores odd + 1 with `Release`.
 //! * Readers: [`Stripe::optimistic_read`] loads the version with `Acquire` (and gives up if
-//!   it is odd), reads the data with `Relaxed` loads, issues `fence(Acquire)`, and checks
-//!   [`Stripe::unchanged_since`].
+//!   it is odd), reads the data with `Relaxed` loads, and checks
+//!   [`Stripe::unchanged_since`], which issues `fence(Acquire)` and re-loads the version
+//!   (as crossbeam's `SeqLock::validate_read` does).
 //!
 //! Why that validates: if a reader's relaxed load returns a value that a writer stored,
 //! that store is a `Release` store, so the reader's later acquire fence synchronises with
@@ -35,7 +36,7 @@
 //! counter; readers of the totals sum over the stripes. The counters wrap at 2^64 rather
 //! than overflow (unreachable by counting, but a restored snapshot may start them anywhere).
 
-use crate::primitive::{AtomicU64, AtomicUsize, Backoff, Ordering};
+use crate::primitive::{fence, AtomicU64, AtomicUsize, Backoff, Ordering};
 
 /// Version bit marking a stripe of a retired table (see the module docs).
 const FROZEN: u64 = 1 << 63;
@@ -81,9 +82,10 @@ impl Stripe {
     }
 
     /// Ends an optimistic read: whether no writer has held the stripe since `stamp` was
-    /// taken. The caller must issue `fence(Acquire)` between its data loads and this call.
+    /// taken. The fence orders the caller's data loads before the version's re-load.
     #[inline]
     pub(crate) fn unchanged_since(&self, stamp: Stamp) -> bool {
+        fence(Ordering::Acquire);
         self.version.load(Ordering::Relaxed) == stamp.0
     }
 

@@ -253,7 +253,6 @@ impl<W: Word> Table<W> {
             for _ in 0..OPTIMISTIC_TRIES {
                 if let (Some(sa), Some(sb)) = (a.optimistic_read(), b.optimistic_read()) {
                     let (b1, b2) = (self.load_bucket(i1), self.load_bucket(i2));
-                    fence(Ordering::Acquire);
                     if (a.unchanged_since(sa) && b.unchanged_since(sb)) || broken::SKIP_VALIDATION {
                         return f(b1, b2);
                     }
