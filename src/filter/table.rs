@@ -353,8 +353,11 @@ impl<W: Word> Table<W> {
         if image_word_count(geometry) != Some(image.len()) {
             return Err(SnapshotError::inconsistent("word count does not match the geometry"));
         }
-        let tail_in_use = if rest == 0 { 0 } else { image[full] >> rest };
-        if tail_in_use != 0 || image[full + 1..].iter().any(|&w| w != 0) {
+        let (tail_in_use, padding) = match rest {
+            0 => (0, full),
+            _ => (image[full] >> rest, full + 1),
+        };
+        if tail_in_use != 0 || image[padding..].iter().any(|&w| w != 0) {
             return Err(SnapshotError::inconsistent("bits set after the last bucket"));
         }
         let bytes = table_bytes(geometry, stripes).unwrap_or(usize::MAX);
