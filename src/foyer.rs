@@ -32,10 +32,8 @@ use std::sync::Arc;
 use ::foyer::{Statistics, StorageFilterCondition, StorageFilterResult};
 
 #[cfg(feature = "metrics")]
-use crate::GateStats;
+use crate::cache::AdmissionMetrics;
 use crate::SeenBefore;
-#[cfg(feature = "metrics")]
-use metrics::{counter, gauge, Counter, Gauge};
 
 /// Admits an entry to foyer's disk tier on its second sighting: the first time foyer
 /// offers a key (by its hash) the gate records it and answers
@@ -147,36 +145,5 @@ impl fmt::Debug for SecondSighting {
             .field("gate", &self.shared.gate)
             .field("stats", &self.stats())
             .finish()
-    }
-}
-
-/// The registered handles of an admission condition in front of another cache (see
-/// `foyer.rs`) and its gate.
-#[cfg(feature = "metrics")]
-pub(crate) struct AdmissionMetrics {
-    admitted: Counter,
-    rejected: Counter,
-    rotations: Counter,
-    gate_memory: Gauge,
-}
-
-#[cfg(feature = "metrics")]
-impl AdmissionMetrics {
-    pub(crate) fn new(name: &str) -> Self {
-        crate::metrics::describe();
-        let labels = [("name", name.to_owned())];
-        AdmissionMetrics {
-            admitted: counter!("cuckoo_gate_cache_admitted_total", &labels),
-            rejected: counter!("cuckoo_gate_cache_rejected_total", &labels),
-            rotations: counter!("cuckoo_gate_gate_rotations_total", &labels),
-            gate_memory: gauge!("cuckoo_gate_gate_memory_bytes", &labels),
-        }
-    }
-
-    pub(crate) fn publish(&self, admitted: u64, rejected: u64, gate: &GateStats) {
-        self.admitted.absolute(admitted);
-        self.rejected.absolute(rejected);
-        self.rotations.absolute(gate.rotations);
-        self.gate_memory.set(gate.memory_bytes as f64);
     }
 }

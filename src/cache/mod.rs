@@ -11,6 +11,8 @@
 
 #[cfg(feature = "metrics")]
 mod metrics;
+#[cfg(all(feature = "metrics", feature = "foyer"))]
+pub(crate) use self::metrics::AdmissionMetrics;
 mod policy;
 mod shard;
 mod store;

@@ -240,6 +240,16 @@ impl<W: Word> BitMask<W> {
         // t·δ < 4·32 < 2^16/s (s ≤ 32), so t·r lies in [2^16·L, 2^16·(L + 1)).
         self.any().then(|| ((self.bits.trailing_zeros() * self.lane_of) >> 16) as usize)
     }
+
+    /// The selected lanes, lowest first.
+    pub(crate) fn lanes(self) -> impl Iterator<Item = usize> {
+        let mut rest = self;
+        std::iter::from_fn(move || {
+            let lane = rest.lowest()?;
+            rest.bits = rest.bits & !(W::from_u64(1) << rest.bits.trailing_zeros());
+            Some(lane)
+        })
+    }
 }
 
 #[cfg(test)]
@@ -308,6 +318,9 @@ mod tests {
                 let bucket = pack(&lanes, raw);
                 let value = if pick < SLOTS { raw[pick] & lanes.slot_mask() } else { other & lanes.slot_mask() };
                 prop_assert_eq!(lanes.matches(bucket, value), lanes.matches_scalar(bucket, value));
+                let listed: Vec<usize> = lanes.matches(bucket, value).lanes().collect();
+                let equal: Vec<usize> = (0..SLOTS).filter(|&l| lanes.lane(bucket, l) == value).collect();
+                prop_assert_eq!(listed, equal);
                 prop_assert_eq!(lanes.empties(bucket), lanes.matches_scalar(bucket, 0));
                 Ok(())
             }

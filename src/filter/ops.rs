@@ -111,16 +111,13 @@ impl<W: Word> Table<W> {
         }
         let locked = self.lock_pair(p.i1, p.i2)?;
         for (bucket, value) in [(p.i1, p.v1), (p.i2, p.v2())] {
-            let contents = locked.bucket(bucket);
-            if lanes.matches(contents, value).any() {
-                // The extension bits must match too: removing another key's entry would
-                // leave this key's, which the next doubling could send to the wrong bucket.
-                let exact =
-                    (0..SLOTS).find(|&l| lanes.lane(contents, l) == value && locked.ext(bucket, l) == p.ext);
-                if let Some(lane) = exact {
-                    locked.remove(bucket, lane);
-                    return Ok(true);
-                }
+            // The extension bits must match too: removing another key's entry would leave
+            // this key's, which the next doubling could send to the wrong bucket.
+            let exact =
+                lanes.matches(locked.bucket(bucket), value).lanes().find(|&l| locked.ext(bucket, l) == p.ext);
+            if let Some(lane) = exact {
+                locked.remove(bucket, lane);
+                return Ok(true);
             }
         }
         Ok(false)

@@ -89,12 +89,13 @@ fn atomic_words(len: usize) -> Result<Box<[AtomicU64]>, ()> {
     Ok(w.into_boxed_slice())
 }
 
-/// The `bits`-bit field (`1 <= bits <= 32`) at bit `at` of `words`, loaded `Relaxed`.
-fn load_field(words: &[AtomicU64], at: usize, bits: u32) -> u64 {
+/// The `bits`-bit field (`1 <= bits <= 32`) at bit `at` of the words that `word(i)`
+/// reads: of the atomic words of a table, or of a snapshot image.
+fn field(at: usize, bits: u32, word: impl Fn(usize) -> u64) -> u64 {
     let (w, shift) = (at / 64, (at % 64) as u32);
-    let mut value = words[w].load(Ordering::Relaxed) >> shift;
+    let mut value = word(w) >> shift;
     if shift + bits > 64 {
-        value |= words[w + 1].load(Ordering::Relaxed) << (64 - shift);
+        value |= word(w + 1) << (64 - shift);
     }
     value & ((1 << bits) - 1)
 }
@@ -111,13 +112,6 @@ fn store_field(words: &[AtomicU64], at: usize, bits: u32, value: u64, order: Ord
         let old = words[w + 1].load(Ordering::Relaxed);
         words[w + 1].store((old & !(mask >> done)) | (value >> done), order);
     }
-}
-
-/// The `bits`-bit field at bit `at` of the plain words `words` (a snapshot image).
-fn get_field(words: &[u64], at: usize, bits: u32) -> u64 {
-    let (w, shift) = (at / 64, (at % 64) as u32);
-    let wide = words[w] as u128 | (words.get(w + 1).copied().unwrap_or(0) as u128) << 64;
-    (wide >> shift) as u64 & ((1 << bits) - 1)
 }
 
 /// ORs `value` (`bits` bits wide) into the zeroed field at bit `at` of `words`.
@@ -366,7 +360,7 @@ impl<W: Word> Table<W> {
         for bucket in 0..geometry.buckets() {
             for lane in 0..SLOTS {
                 let slot = bucket * SLOTS + lane;
-                let whole = get_field(image, slot * bits as usize, bits);
+                let whole = field(slot * bits as usize, bits, |i| image[i]);
                 if whole != 0 {
                     let (value, ext) = (lane_value(whole, ext_bits), whole >> 1 & ((1 << ext_bits) - 1));
                     if !geometry.holds(value) {
@@ -426,7 +420,7 @@ impl<W: Word> Table<W> {
     fn load_ext(&self, slot: usize) -> u64 {
         match self.geometry.doublings_left() {
             0 => 0,
-            bits => load_field(&self.ext, slot * bits as usize, bits),
+            bits => field(slot * bits as usize, bits, |i| self.ext[i].load(Ordering::Relaxed)),
         }
     }
 
