@@ -198,6 +198,11 @@ impl SeenBefore {
         }
     }
 
+    /// The hasher behind [`hash`](Self::hash).
+    pub(crate) fn hasher(&self) -> &ahash::RandomState {
+        &self.hasher
+    }
+
     /// The 64-bit hash the gate stores `key` by: what the `*_hash` methods take.
     ///
     /// # Examples

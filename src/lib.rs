@@ -92,10 +92,11 @@
 //! filters rotate after `capacity` recordings, so the gate's memory is bounded and keys
 //! age out. [`AdmissionCache`] is a sharded cache (per shard: a hash table over a slab of
 //! entries and two FIFO queues, behind a reader-writer lock) whose misses are offered to
-//! an [`AdmissionPolicy`]: `S3Fifo` (the default: S3-FIFO with the gate as its ghost
-//! queue; a hit only bumps a counter under the read lock), `SecondHit` (admit on the
-//! second request) or `Always` (an exact LRU per shard). Each operation hashes its key
-//! once, and the hash serves the shard, its table and the gate.
+//! an [`AdmissionPolicy`]: `S3Fifo` (the default: S3-FIFO, whose ghost queue is a
+//! gate cut down for one shard, two generations of 16-bit fingerprints written under the
+//! shard's lock; a hit only bumps a counter under the read lock), `SecondHit` (admit on
+//! the second request, asking the shared gate) or `Always` (an exact LRU per shard). Each
+//! operation hashes its key once, and the hash serves the shard, its table and the gate.
 //!
 //! ## Snapshots
 //!

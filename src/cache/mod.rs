@@ -2,10 +2,11 @@
 //!
 //! * `store.rs`: a shard's entries (hash table, slab, queues).
 //! * `policy.rs`: the admission and eviction policies.
+//! * `ghost.rs`: S3-FIFO's ghost queue, a shard's own two-generation cuckoo filter.
 //! * `shard.rs`: one shard's operations, and what leaves it.
 //!
 //! Each operation hashes its key once; the hash picks the shard, finds the entry in the
-//! shard's table and stands for the key in the gate. Lookups take the shard's read lock
+//! shard's table and stands for the key in the gate or the shard's ghosts. Lookups take the shard's read lock
 //! (except under LRU), writes its write lock, and what leaves a shard is dropped after the
 //! lock is released.
 
@@ -13,6 +14,7 @@
 mod metrics;
 #[cfg(all(feature = "metrics", feature = "foyer"))]
 pub(crate) use self::metrics::AdmissionMetrics;
+mod ghost;
 mod policy;
 mod shard;
 mod store;
@@ -27,6 +29,9 @@ use crossbeam_utils::CachePadded;
 pub use self::policy::AdmissionPolicy;
 use self::shard::{Counters, Shard};
 use crate::error::BuildError;
+use crate::filter::{random_seed, seeded_hasher};
+#[cfg(feature = "metrics")]
+use crate::gate::GateStats;
 use crate::gate::SeenBefore;
 use crate::primitive::{thread_stripe, AtomicU64, Ordering, ShardLock};
 
@@ -109,7 +114,9 @@ impl CacheStats {
 /// ```
 pub struct AdmissionCache<K, V> {
     shards: Box<[ShardSlot<K, V>]>,
-    gate: SeenBefore,
+    /// The shared gate, under [`AdmissionPolicy::SecondHit`] only.
+    gate: Option<SeenBefore>,
+    hasher: ahash::RandomState,
     policy: AdmissionPolicy,
     capacity: u64,
     weigher: Option<Weigher<K, V>>,
@@ -226,11 +233,11 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
     }
 
     /// Keys the seen-before gate remembers per generation (it remembers each for at least
-    /// this many later recordings). Defaults: [`DEFAULT_GATE_MULTIPLIER`] entries per
-    /// cache entry under [`AdmissionPolicy::SecondHit`]; under
-    /// [`AdmissionPolicy::S3Fifo`] 0.6 per entry, so that the ghosts remembered average
-    /// 0.9 of the entries held, the ghost queue of S3-FIFO's paper; minimal under
-    /// [`AdmissionPolicy::Always`], which never consults the gate.
+    /// this many later recordings), or under [`AdmissionPolicy::S3Fifo`] the ghosts, split
+    /// over the shards. Defaults: [`DEFAULT_GATE_MULTIPLIER`] entries per cache entry under
+    /// [`AdmissionPolicy::SecondHit`]; under S3-FIFO 0.6 per entry, so that the ghosts
+    /// remembered average 0.9 of the entries held, the ghost queue of S3-FIFO's paper;
+    /// unused under [`AdmissionPolicy::Always`].
     pub fn gate_capacity(mut self, keys: usize) -> Self {
         self.gate_capacity = Some(keys);
         self
@@ -290,11 +297,23 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
             (AdmissionPolicy::SecondHit, None) => entries.saturating_mul(DEFAULT_GATE_MULTIPLIER),
             (AdmissionPolicy::S3Fifo, None) => (entries / 5).saturating_mul(3).max(1),
         };
-        let mut gate = SeenBefore::builder().capacity(gate_capacity);
-        if let Some(seed) = self.seed {
-            gate = gate.seed(seed);
+        if gate_capacity == 0 {
+            return Err(BuildError::ZeroCapacity);
         }
-        let gate = gate.build()?;
+        let gate = match self.policy {
+            AdmissionPolicy::SecondHit => {
+                let gate = SeenBefore::builder().capacity(gate_capacity);
+                Some(match self.seed {
+                    Some(seed) => gate.seed(seed).build()?,
+                    None => gate.build()?,
+                })
+            }
+            _ => None,
+        };
+        let hasher = match &gate {
+            Some(gate) => gate.hasher().clone(),
+            None => seeded_hasher(self.seed.unwrap_or_else(random_seed)),
+        };
         let capacity = self.capacity as u64;
         let shards: Box<[_]> = (0..shards as u64)
             .map(|i| {
@@ -304,13 +323,16 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
                 // Preallocate for the entries expected, up to a bound: a huge capacity
                 // is not a reason to reserve memory before anything is stored.
                 let expected = (entries / shards).min(1 << 16);
-                CachePadded::new(ShardLock::new(Shard::new(self.policy, share, expected)))
+                // The ghosts' share of the gate capacity, split like the capacity.
+                let ghosts = gate_capacity / shards + usize::from((i as usize) < gate_capacity % shards);
+                CachePadded::new(ShardLock::new(Shard::new(self.policy, share, expected, ghosts)))
             })
             .collect();
         let stripes = (2 * cores).next_power_of_two().min(256);
         Ok(AdmissionCache {
             shards,
             gate,
+            hasher,
             policy: self.policy,
             capacity,
             weigher: self.weigher,
@@ -367,7 +389,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// ```
     #[inline]
     pub fn get(&self, key: &K) -> Option<V> {
-        let hash = self.gate.hash(key);
+        let hash = self.hasher.hash_one(key);
         let shard = self.shard(hash);
         let found = match self.policy {
             AdmissionPolicy::Always => shard.write().get_mut(hash, key),
@@ -392,9 +414,10 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     pub fn insert(&self, key: K, value: V) -> Admission {
-        let hash = self.gate.hash(&key);
+        let hash = self.hasher.hash_one(&key);
         let weight = self.weigher.as_ref().map_or(1, |weigh| weigh(&key, &value).max(1));
-        let (admission, leftovers) = self.shard(hash).write().insert(key, value, hash, weight, &self.gate);
+        let (admission, leftovers) =
+            self.shard(hash).write().insert(key, value, hash, weight, self.gate.as_ref());
         drop(leftovers);
         admission
     }
@@ -435,7 +458,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     pub fn remove(&self, key: &K) -> Option<V> {
-        let hash = self.gate.hash(key);
+        let hash = self.hasher.hash_one(key);
         let removed = self.shard(hash).write().remove(hash, key);
         removed.map(|(_key, value)| value)
     }
@@ -476,10 +499,42 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         self.policy
     }
 
-    /// The seen-before gate in front of the cache. The cache records keys by the gate's
-    /// own hash, so `cache.gate().contains(&key)` asks about `key`.
-    pub fn gate(&self) -> &SeenBefore {
-        &self.gate
+    /// The seen-before gate in front of the cache, under [`AdmissionPolicy::SecondHit`]
+    /// (the other policies have none: S3-FIFO keeps its ghosts in each shard). The cache
+    /// records keys by the gate's own hash, so `gate.contains(&key)` asks about `key`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::{AdmissionCache, AdmissionPolicy};
+    ///
+    /// let cache: AdmissionCache<u64, u64> =
+    ///     AdmissionCache::builder().capacity(100).admission(AdmissionPolicy::SecondHit).build()?;
+    /// cache.insert(7, 7); // first sighting: recorded, not stored
+    /// assert!(cache.gate().is_some_and(|gate| gate.contains(&7)));
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub fn gate(&self) -> Option<&SeenBefore> {
+        self.gate.as_ref()
+    }
+
+    /// The admission state's counters: the gate's under [`AdmissionPolicy::SecondHit`],
+    /// the shards' ghosts summed under [`AdmissionPolicy::S3Fifo`].
+    #[cfg(feature = "metrics")]
+    fn gate_stats(&self) -> GateStats {
+        if let Some(gate) = &self.gate {
+            return gate.stats();
+        }
+        let mut total = GateStats { len: 0, capacity: 0, rotations: 0, memory_bytes: 0 };
+        for shard in self.shards.iter() {
+            if let Some(ghosts) = shard.read().ghosts() {
+                total.len += ghosts.len;
+                total.capacity += ghosts.capacity;
+                total.rotations += ghosts.rotations;
+                total.memory_bytes += ghosts.memory_bytes;
+            }
+        }
+        total
     }
 
     /// Publishes [`stats`](Self::stats), the entry count and the gate's counters to the
@@ -500,7 +555,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     pub fn publish_metrics(&self) {
         if let Some(metrics) = &self.metrics {
             let (stats, entries) = self.snapshot();
-            metrics.publish(&stats, entries, self.capacity, &self.gate.stats());
+            metrics.publish(&stats, entries, self.capacity, &self.gate_stats());
         }
     }
 

@@ -1,6 +1,7 @@
 //! The admission and eviction policies: which misses a shard stores, where they go, and
 //! which entry leaves when the shard is over its weight.
 
+use super::ghost::Ghosts;
 use super::store::{Queue, Store};
 use crate::gate::SeenBefore;
 use crate::primitive::Ordering;
@@ -19,11 +20,12 @@ pub enum AdmissionPolicy {
     /// that gives recently requested entries another round), and an evicted key is
     /// recorded in the gate so that it is admitted at once if it returns soon.
     SecondHit,
-    /// S3-FIFO (Yang et al., SOSP 2023), with the gate as its ghost queue. New keys enter
-    /// a small FIFO holding a tenth of the capacity; a key requested twice more while
-    /// there moves to the main FIFO when it reaches the tail, and one that was not leaves
-    /// the cache and is recorded in the gate. A miss on a key the gate remembers goes
-    /// straight to main. Main evicts in CLOCK order, an entry getting one more round per
+    /// S3-FIFO (Yang et al., SOSP 2023). New keys enter a small FIFO holding a tenth of
+    /// the capacity; a key requested twice more while there moves to the main FIFO when
+    /// it reaches the tail, and one that was not leaves the cache and is remembered as a
+    /// ghost. A miss on a ghost goes straight to main. The ghost queue is the gate's
+    /// design cut down for one shard: two generations of 16-bit fingerprints, written
+    /// under the shard's lock. Main evicts in CLOCK order, an entry getting one more round per
     /// request (up to three). One-hit wonders and scans pass through the small queue
     /// without displacing keys that were used twice. Hits only bump a counter, under the
     /// shard's read lock.
@@ -51,6 +53,8 @@ pub(crate) struct Policy {
     pub(crate) capacity: u64,
     /// S3-FIFO's small-queue target weight.
     small: u64,
+    /// S3-FIFO's ghost queue.
+    pub(crate) ghosts: Option<Ghosts>,
 }
 
 /// What eviction took out of a shard, kept to be dropped after the lock is released.
@@ -77,16 +81,22 @@ impl<K, V> Evicted<K, V> {
 }
 
 impl Policy {
-    pub(crate) fn new(kind: AdmissionPolicy, capacity: u64) -> Self {
-        Policy { kind, capacity, small: (capacity / SMALL_SHARE).max(1) }
+    /// A shard's policy; under S3-FIFO its ghosts remember `ghosts` keys per generation.
+    pub(crate) fn new(kind: AdmissionPolicy, capacity: u64, ghosts: usize) -> Self {
+        let ghosts = (kind == AdmissionPolicy::S3Fifo).then(|| Ghosts::new(ghosts));
+        Policy { kind, capacity, small: (capacity / SMALL_SHARE).max(1), ghosts }
     }
 
     /// Where a missed key goes, or `None` if it is kept out. Records in the gate what the
     /// policy needs remembered.
-    pub(crate) fn admit<K, V>(&self, store: &Store<K, V>, hash: u64, gate: &SeenBefore) -> Option<Queue> {
-        match self.kind {
-            AdmissionPolicy::Always => Some(Queue::Main),
-            AdmissionPolicy::SecondHit => {
+    pub(crate) fn admit<K, V>(
+        &mut self,
+        store: &Store<K, V>,
+        hash: u64,
+        gate: Option<&SeenBefore>,
+    ) -> Option<Queue> {
+        match (self.kind, gate) {
+            (AdmissionPolicy::SecondHit, Some(gate)) => {
                 if gate.check_and_record_hash(hash) {
                     gate.take_hash(hash);
                     Some(Queue::Main)
@@ -94,8 +104,8 @@ impl Policy {
                     None
                 }
             }
-            AdmissionPolicy::S3Fifo => {
-                if gate.take_hash(hash) {
+            (AdmissionPolicy::S3Fifo, _) => {
+                if self.ghosts.as_mut().is_some_and(|g| g.take(hash)) {
                     // A ghost: it left the small queue unused, and came back.
                     Some(Queue::Main)
                 } else if store.total_weight() < self.capacity && store.weight(Queue::Small) >= self.small {
@@ -107,16 +117,18 @@ impl Policy {
                     Some(Queue::Small)
                 }
             }
+            // Always; SecondHit always has its gate.
+            _ => Some(Queue::Main),
         }
     }
 
     /// Evicts until the shard holds at most its capacity, sparing `spare` (an entry just
     /// stored) while anything else can go.
     pub(crate) fn evict<K, V>(
-        &self,
+        &mut self,
         store: &mut Store<K, V>,
         spare: Option<u32>,
-        gate: &SeenBefore,
+        gate: Option<&SeenBefore>,
         out: &mut Evicted<K, V>,
     ) {
         while store.total_weight() > self.capacity {
@@ -133,15 +145,12 @@ impl Policy {
             // Nothing else left: the spared entry outweighs the rest of the shard.
             let Some(victim) = victim.or(spare) else { break };
             let entry = store.remove(victim);
-            let ghost = match self.kind {
-                AdmissionPolicy::Always => false,
+            match (gate, &mut self.ghosts) {
                 // SecondHit remembers every evicted key, to readmit it at once.
-                AdmissionPolicy::SecondHit => true,
+                (Some(gate), _) => gate.record_hash(entry.hash),
                 // S3-FIFO's ghosts: keys that left the small queue unused.
-                AdmissionPolicy::S3Fifo => entry.queue() == Queue::Small,
-            };
-            if ghost {
-                gate.record_hash(entry.hash);
+                (_, Some(ghosts)) if entry.queue() == Queue::Small => ghosts.record(entry.hash),
+                _ => {}
             }
             out.push((entry.key, entry.value));
         }

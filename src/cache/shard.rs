@@ -11,6 +11,8 @@ use super::policy::{Evicted, Policy, MAX_FREQ};
 use super::store::{Queue, Store};
 use super::{Admission, AdmissionPolicy};
 use crate::gate::SeenBefore;
+#[cfg(feature = "metrics")]
+use {super::ghost::Ghosts, crate::gate::GateStats};
 
 /// Per-shard counters, written under the shard's write lock.
 #[derive(Clone, Copy, Debug, Default)]
@@ -38,10 +40,10 @@ pub(crate) struct Leftovers<K, V> {
 
 impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     /// A shard holding at most `capacity` weight; `expected` entries are preallocated.
-    pub(crate) fn new(policy: AdmissionPolicy, capacity: u64, expected: usize) -> Self {
+    pub(crate) fn new(policy: AdmissionPolicy, capacity: u64, expected: usize, ghosts: usize) -> Self {
         Shard {
             store: Store::with_capacity(expected),
-            policy: Policy::new(policy, capacity),
+            policy: Policy::new(policy, capacity, ghosts),
             counters: Counters::default(),
         }
     }
@@ -52,6 +54,12 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
 
     pub(crate) fn weight(&self) -> u64 {
         self.store.total_weight()
+    }
+
+    /// The counters of S3-FIFO's ghosts, under that policy.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn ghosts(&self) -> Option<GateStats> {
+        self.policy.ghosts.as_ref().map(Ghosts::stats)
     }
 
     /// A lookup under the read lock: a hit counts the request on the entry.
@@ -83,7 +91,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         value: V,
         hash: u64,
         weight: u32,
-        gate: &SeenBefore,
+        gate: Option<&SeenBefore>,
     ) -> (Admission, Leftovers<K, V>) {
         let mut out = Leftovers { replaced: None, refused: None, evicted: Evicted::new() };
         let too_heavy = u64::from(weight) > self.policy.capacity;

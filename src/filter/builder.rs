@@ -255,6 +255,6 @@ impl FilterBuilder {
 }
 
 /// A seed from ahash's per-process random source and a per-call counter.
-fn random_seed() -> u64 {
+pub(crate) fn random_seed() -> u64 {
     ahash::RandomState::new().hash_one(0x5eed_u64)
 }

@@ -53,6 +53,7 @@ use crate::primitive::{AtomicU64, Mutex, Ordering};
 use crate::snapshot::SnapshotError;
 
 pub(crate) use self::bucket::Word;
+pub(crate) use self::builder::random_seed;
 pub use self::builder::{FilterBuilder, DEFAULT_DOUBLINGS, DEFAULT_FALSE_POSITIVE_RATE};
 pub(crate) use self::relocate::Hop;
 pub(crate) use self::stripe::Frozen;
@@ -200,6 +201,17 @@ pub struct FilterStats {
     pub estimated_false_positive_rate: f64,
 }
 
+/// The hasher of every filter, gate and cache built with `seed` (ahash 0.8, seeds derived
+/// from `seed`; snapshots record this derivation).
+pub(crate) fn seeded_hasher(seed: u64) -> ahash::RandomState {
+    ahash::RandomState::with_seeds(
+        seed,
+        seed ^ 0x243F_6A88_85A3_08D3,
+        seed ^ 0x1319_8A2E_0370_7344,
+        seed ^ 0xA409_3822_299F_31D0,
+    )
+}
+
 impl CuckooFilter {
     /// A builder; set at least [`FilterBuilder::capacity`].
     ///
@@ -242,12 +254,7 @@ impl CuckooFilter {
         false_positive_rate: f64,
         seed: u64,
     ) -> Self {
-        let hasher = ahash::RandomState::with_seeds(
-            seed,
-            seed ^ 0x243F_6A88_85A3_08D3,
-            seed ^ 0x1319_8A2E_0370_7344,
-            seed ^ 0xA409_3822_299F_31D0,
-        );
+        let hasher = seeded_hasher(seed);
         let growable = tables.geometry().doublings_left() > 0;
         CuckooFilter {
             current: Current::new(tables, growable),

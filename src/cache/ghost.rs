@@ -1,0 +1,231 @@
+//! S3-FIFO's ghost queue for one shard: the keys that left the small queue unused, kept as
+//! 16-bit fingerprints in two generations of a small cuckoo filter.
+//!
+//! It is the seen-before gate's design (two generations that rotate after `capacity`
+//! recordings, cuckoo deletion for "seen? and forget") cut down to what a shard needs. The
+//! shard writes it only under its write lock, so it has no atomics, stripes or validation;
+//! it never grows, never needs an exact size (the bucket count is a power of two, so an
+//! alternate bucket is one XOR away) and is never snapshotted. A miss then costs a few
+//! dozen instructions instead of three concurrent filter operations.
+//!
+//! A key is remembered for at least `capacity` later recordings, as the gate's keys are,
+//! unless a generation fills before that: an insert that finds no room after
+//! [`MAX_KICKS`] relocations rotates early and stores the homeless fingerprint in the
+//! fresh generation. A ghost is a hint (a false answer only sends one key to the other
+//! queue), so the false positive rate, at most 8 / 2^16 per generation, needs no knob.
+
+#[cfg(feature = "metrics")]
+use crate::gate::GateStats;
+
+/// Slots per bucket.
+const SLOTS: usize = 4;
+
+/// Relocations an insert tries before it rotates the generations early.
+const MAX_KICKS: usize = 32;
+
+/// Load a generation is sized for: its slots hold `capacity / LOAD` fingerprints.
+const LOAD: f64 = 0.9;
+
+/// The lowest bit of every 16-bit lane.
+const LOW: u64 = 0x0001_0001_0001_0001;
+/// The highest bit of every 16-bit lane.
+const HIGH: u64 = 0x8000_8000_8000_8000;
+
+pub(crate) struct Ghosts {
+    /// Bucket `i` of both generations side by side (so that a lookup in both reads one
+    /// cache line per bucket), each four 16-bit fingerprints (0: empty).
+    buckets: Box<[[u64; 2]]>,
+    current: usize,
+    /// Recordings into the current generation.
+    recorded: usize,
+    /// Recordings a generation takes before the next one starts.
+    capacity: usize,
+    mask: usize,
+    rotations: u64,
+    /// Picks the slot an insert evicts when both buckets are full.
+    kicks: usize,
+}
+
+/// Where a key's fingerprint may be.
+#[derive(Clone, Copy)]
+struct Place {
+    fp: u16,
+    i1: usize,
+    i2: usize,
+}
+
+impl Ghosts {
+    /// Ghosts for `capacity` recordings per generation.
+    pub(crate) fn new(capacity: usize) -> Self {
+        let slots = (capacity.max(1) as f64 / LOAD).ceil() as usize;
+        let buckets = slots.div_ceil(SLOTS).next_power_of_two().max(2);
+        Ghosts {
+            buckets: vec![[0; 2]; buckets].into(),
+            current: 0,
+            recorded: 0,
+            capacity: capacity.max(1),
+            mask: buckets - 1,
+            rotations: 0,
+            kicks: 0,
+        }
+    }
+
+    /// Fingerprints held, recordings per generation, rotations and bytes held, in the
+    /// gate's terms.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn stats(&self) -> GateStats {
+        let held = |&b: &u64| (!matches(b, 0) & HIGH).count_ones() as usize;
+        GateStats {
+            len: self.buckets.iter().flatten().map(held).sum(),
+            capacity: self.capacity,
+            rotations: self.rotations,
+            memory_bytes: std::mem::size_of_val(&*self.buckets),
+        }
+    }
+
+    /// Remembers the key of `hash`.
+    pub(crate) fn record(&mut self, hash: u64) {
+        let place = self.place(hash);
+        if let Some(homeless) = self.insert(place) {
+            self.rotate();
+            // A fresh generation has room: its two buckets are empty.
+            let _ = self.insert(Place { fp: homeless, ..place });
+        }
+        self.recorded += 1;
+        if self.recorded >= self.capacity {
+            self.rotate();
+        }
+    }
+
+    /// Whether the key of `hash` is remembered; forgets it.
+    pub(crate) fn take(&mut self, hash: u64) -> bool {
+        let place = self.place(hash);
+        let mut seen = false;
+        for generation in 0..2 {
+            for i in [place.i1, place.i2] {
+                let bucket = &mut self.buckets[i][generation];
+                if let Some(lane) = first(matches(*bucket, place.fp)) {
+                    *bucket &= !(0xFFFF << (16 * lane));
+                    seen = true;
+                    break;
+                }
+            }
+        }
+        seen
+    }
+
+    fn place(&self, hash: u64) -> Place {
+        // The shard and the cache's table use the low half and the top 7 bits; mixing
+        // every bit keeps the ghost's buckets independent of both.
+        let mixed = hash.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let fp = (mixed >> 48) as u16 | 1;
+        let i1 = (mixed >> 16) as usize & self.mask;
+        Place { fp, i1, i2: self.other(i1, fp) }
+    }
+
+    /// The other bucket of fingerprint `fp` in bucket `i` (partial-key cuckoo hashing).
+    fn other(&self, i: usize, fp: u16) -> usize {
+        i ^ ((u64::from(fp).wrapping_mul(0xC2B2_AE3D_27D4_EB4F) >> 32) as usize & self.mask)
+    }
+
+    /// Stores `place`'s fingerprint in the current generation, relocating others as
+    /// needed; the fingerprint left homeless if the generation has no room.
+    fn insert(&mut self, place: Place) -> Option<u16> {
+        let (mut i, mut fp, g) = (place.i1, place.fp, self.current);
+        for i in [place.i1, place.i2] {
+            if self.put(i, fp) {
+                return None;
+            }
+        }
+        for _ in 0..MAX_KICKS {
+            self.kicks = self.kicks.wrapping_add(1);
+            let shift = 16 * (self.kicks % SLOTS);
+            let bucket = &mut self.buckets[i][g];
+            let evicted = (*bucket >> shift) as u16;
+            *bucket = *bucket & !(0xFFFF << shift) | u64::from(fp) << shift;
+            fp = evicted;
+            i = self.other(i, fp);
+            if self.put(i, fp) {
+                return None;
+            }
+        }
+        Some(fp)
+    }
+
+    /// Stores `fp` in an empty slot of bucket `i` of the current generation, if any.
+    #[inline]
+    fn put(&mut self, i: usize, fp: u16) -> bool {
+        let bucket = &mut self.buckets[i][self.current];
+        let empty = first(matches(*bucket, 0));
+        if let Some(lane) = empty {
+            *bucket |= u64::from(fp) << (16 * lane);
+        }
+        empty.is_some()
+    }
+
+    /// Clears the older generation and makes it the current one.
+    fn rotate(&mut self) {
+        self.current ^= 1;
+        let g = self.current;
+        self.buckets.iter_mut().for_each(|b| b[g] = 0);
+        self.recorded = 0;
+        self.rotations += 1;
+    }
+}
+
+/// The high bit of every lane of `bucket` equal to `fp`.
+#[inline]
+fn matches(bucket: u64, fp: u16) -> u64 {
+    let x = bucket ^ (u64::from(fp) * LOW);
+    // Exact per lane: `(x & !HIGH) + !HIGH` sets a lane's high bit iff a low bit is set,
+    // without carrying into the next lane.
+    !(((x & !HIGH) + !HIGH) | x) & HIGH
+}
+
+/// The lowest lane flagged in `mask`.
+#[inline]
+fn first(mask: u64) -> Option<usize> {
+    (mask != 0).then(|| mask.trailing_zeros() as usize / 16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Ghosts;
+
+    fn hash(k: u64) -> u64 {
+        crate::filter::seeded_hasher(7).hash_one(k)
+    }
+
+    #[test]
+    fn remembers_a_key_for_capacity_recordings_then_forgets_it() {
+        let mut ghosts = Ghosts::new(1_000);
+        ghosts.record(hash(0));
+        (1..1_000).for_each(|k| ghosts.record(hash(k)));
+        assert!(ghosts.take(hash(0)), "forgotten within `capacity` recordings");
+        assert!(!ghosts.take(hash(0)), "take forgets");
+        ghosts.record(hash(0));
+        (1_000..3_000).for_each(|k| ghosts.record(hash(k)));
+        assert!(!ghosts.take(hash(0)), "remembered after two rotations");
+    }
+
+    #[test]
+    fn every_key_of_a_generation_is_found() {
+        let mut ghosts = Ghosts::new(10_000);
+        (0..10_000).for_each(|k| ghosts.record(hash(k)));
+        assert_eq!(ghosts.rotations, 1);
+        assert!((0..10_000).all(|k| ghosts.take(hash(k))));
+        let strangers = (10_000..110_000).filter(|&k| ghosts.take(hash(k))).count();
+        assert!(strangers < 100, "{strangers} false positives in 100,000");
+    }
+
+    #[test]
+    fn copies_that_fill_their_buckets_rotate_early_and_are_kept() {
+        let mut ghosts = Ghosts::new(1_000);
+        // Nine copies of one key: its two buckets hold eight.
+        (0..9).for_each(|_| ghosts.record(hash(1)));
+        assert_eq!(ghosts.rotations, 1, "the ninth copy started a generation");
+        // `take` forgets one copy per generation: eight calls for 8 + 1 copies.
+        assert!((0..8).all(|_| ghosts.take(hash(1))), "a copy was lost");
+        assert!(!ghosts.take(hash(1)));
+    }
+}
