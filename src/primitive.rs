@@ -145,17 +145,17 @@ pub(crate) use imp::*;
 /// any load returns). A no-op under loom and on targets without a prefetch instruction.
 #[inline(always)]
 #[allow(unsafe_code)]
-pub(crate) fn prefetch(word: &AtomicU64) {
+pub(crate) fn prefetch<T>(value: &T) {
     #[cfg(all(target_arch = "x86_64", not(cuckoo_gate_loom)))]
     // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 CPU has (it is in the target's
     // baseline). A prefetch never faults and never reads memory into a Rust value, so any
     // address is sound; this one is a live reference's.
     unsafe {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>((word as *const AtomicU64).cast::<i8>());
+        _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast::<i8>());
     }
     #[cfg(not(all(target_arch = "x86_64", not(cuckoo_gate_loom))))]
-    let _ = word;
+    let _ = value;
 }
 
 /// Asks the kernel to back `words` with transparent huge pages where it can (Linux; a

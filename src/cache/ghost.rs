@@ -16,6 +16,7 @@
 
 #[cfg(feature = "metrics")]
 use crate::gate::GateStats;
+use crate::primitive::prefetch;
 
 /// Slots per bucket.
 const SLOTS: usize = 4;
@@ -81,6 +82,14 @@ impl Ghosts {
             rotations: self.rotations,
             memory_bytes: std::mem::size_of_val(&*self.buckets),
         }
+    }
+
+    /// Starts loading the buckets of the key of `hash` into the CPU cache.
+    #[inline]
+    pub(crate) fn prefetch(&self, hash: u64) {
+        let place = self.place(hash);
+        prefetch(&self.buckets[place.i1]);
+        prefetch(&self.buckets[place.i2]);
     }
 
     /// Remembers the key of `hash`.

@@ -95,6 +95,12 @@ impl Policy {
         hash: u64,
         gate: Option<&SeenBefore>,
     ) -> Option<Queue> {
+        if let Some(ghosts) = &self.ghosts {
+            // A miss asks the ghosts and evicts from the small queue's tail: start both
+            // loads now, so that their cache misses overlap.
+            ghosts.prefetch(hash);
+            store.prefetch_tail(Queue::Small);
+        }
         match (self.kind, gate) {
             (AdmissionPolicy::SecondHit, Some(gate)) => {
                 if gate.check_and_record_hash(hash) {

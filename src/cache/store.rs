@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 
 use hashbrown::HashTable;
 
-use crate::primitive::{AtomicU8, Ordering};
+use crate::primitive::{prefetch, AtomicU8, Ordering};
 
 /// Which queue an entry is on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +116,16 @@ impl<K, V> Store<K, V> {
             };
         }
         None
+    }
+
+    /// Starts loading the oldest entry of `queue` into the CPU cache.
+    #[inline]
+    pub(crate) fn prefetch_tail(&self, queue: Queue) {
+        if let Some(&pair) = self.queues[queue as usize].pairs.back() {
+            if let Some(slot) = self.slots.get((pair >> 32) as usize) {
+                prefetch(slot);
+            }
+        }
     }
 
     /// Stores an entry for a key that is absent, at the head of `queue`.
