@@ -5,6 +5,8 @@
 //! ```text
 //! cargo run --release --example cache_report                 # 1 and 2 threads (and all cores)
 //! cargo run --release --example cache_report -- --rounds 15
+//! cargo build --release --example cache_report &&             # one cache alone, for a profiler:
+//!   valgrind --tool=callgrind target/release/examples/cache_report --only cuckoo-gate
 //! ```
 //!
 //! The workloads are `benches/cache.rs`'s: keys from Zipf(0.99) over 1M objects, caches of
@@ -12,6 +14,11 @@
 //! a miss), `mixed` half `get`, half `insert`. Every cache is warmed with 1M requests,
 //! then each round replays the same 1M requests, split over the threads. The hit ratio is
 //! that of the `get`s of the last round. `AdmissionCache` runs its default policy.
+//!
+//! `--only NAME` runs one cache alone, single-threaded, on the get-heavy workload (the
+//! warm-up and three rounds), and prints its time and hit ratio: the loop to profile or
+//! to count instructions in (`valgrind --tool=callgrind`), with nothing else in the way
+//! but generating the requests.
 
 mod common;
 use common::median;
@@ -25,17 +32,38 @@ fn timed_round(cache: &dyn caches::Cache, workload: &str, requests: &[u64], thre
     (requests.len() as f64 / elapsed.as_secs_f64() / 1e6, hit_ratio)
 }
 
+/// One cache alone, for a profiler: the warm-up and three get-heavy rounds on one thread.
+fn profile(name: &str) {
+    let requests = zipf_requests(2 * OPS);
+    let (warm, timed) = requests.split_at(OPS);
+    let caches = peers();
+    let (_, cache) = caches.iter().find(|(peer, _)| *peer == name).expect("a known cache");
+    round(&**cache, "get-heavy", warm, 1);
+    let start = std::time::Instant::now();
+    let hit_ratio = (0..3).map(|_| round(&**cache, "get-heavy", timed, 1).1).last().unwrap_or(0.0);
+    println!(
+        "{name}: 3 get-heavy rounds of {OPS} requests in {:.2?}, hit ratio {hit_ratio:.4}",
+        start.elapsed()
+    );
+}
+
 fn main() {
     let mut rounds = 9;
+    let mut only = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        match (arg.as_str(), args.next().and_then(|v| v.parse().ok())) {
-            ("--rounds", Some(n)) if n > 0 => rounds = n,
+        match (arg.as_str(), args.next()) {
+            ("--rounds", Some(n)) if n.parse().is_ok_and(|n: usize| n > 0) => rounds = n.parse().unwrap(),
+            ("--only", Some(name)) if peers().iter().any(|(peer, _)| *peer == name) => only = Some(name),
             _ => {
-                eprintln!("usage: cache_report [--rounds N]");
+                let names: Vec<_> = peers().iter().map(|(name, _)| *name).collect();
+                eprintln!("usage: cache_report [--rounds N] [--only {}]", names.join("|"));
                 std::process::exit(2);
             }
         }
+    }
+    if let Some(name) = only {
+        return profile(&name);
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads: Vec<usize> = if cores > 2 { vec![1, 2, cores] } else { vec![1, 2] };

@@ -98,7 +98,7 @@ impl Ghosts {
         if let Some(homeless) = self.insert(place) {
             self.rotate();
             // A fresh generation has room: its two buckets are empty.
-            let _ = self.insert(Place { fp: homeless, ..place });
+            let _ = self.insert(homeless);
         }
         self.recorded += 1;
         if self.recorded >= self.capacity {
@@ -138,8 +138,9 @@ impl Ghosts {
     }
 
     /// Stores `place`'s fingerprint in the current generation, relocating others as
-    /// needed; the fingerprint left homeless if the generation has no room.
-    fn insert(&mut self, place: Place) -> Option<u16> {
+    /// needed; the fingerprint left homeless (and its buckets) if the generation has no
+    /// room.
+    fn insert(&mut self, place: Place) -> Option<Place> {
         let (mut i, mut fp, g) = (place.i1, place.fp, self.current);
         for i in [place.i1, place.i2] {
             if self.put(i, fp) {
@@ -158,7 +159,7 @@ impl Ghosts {
                 return None;
             }
         }
-        Some(fp)
+        Some(Place { fp, i1: i, i2: self.other(i, fp) })
     }
 
     /// Stores `fp` in an empty slot of bucket `i` of the current generation, if any.
@@ -225,6 +226,15 @@ mod tests {
         assert!((0..10_000).all(|k| ghosts.take(hash(k))));
         let strangers = (10_000..110_000).filter(|&k| ghosts.take(hash(k))).count();
         assert!(strangers < 100, "{strangers} false positives in 100,000");
+    }
+
+    #[test]
+    fn a_full_generation_rotates_early_and_loses_nothing() {
+        let mut ghosts = Ghosts::new(64);
+        ghosts.capacity = 10_000; // only a full table rotates
+        (0..200).for_each(|k| ghosts.record(hash(k)));
+        assert_eq!(ghosts.rotations, 1, "128 slots hold fewer than 200 keys, 256 more");
+        assert!((0..200).all(|k| ghosts.take(hash(k))), "a key was lost, or its fingerprint misplaced");
     }
 
     #[test]
