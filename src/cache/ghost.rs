@@ -14,23 +14,19 @@
 //! fresh generation. A ghost is a hint (a false answer only sends one key to the other
 //! queue), so the false positive rate, at most 8 / 2^16 per generation, needs no knob.
 
+use crate::filter::{Lanes, SLOTS};
 #[cfg(feature = "metrics")]
 use crate::gate::GateStats;
 use crate::primitive::prefetch;
 
-/// Slots per bucket.
-const SLOTS: usize = 4;
+/// Bits per fingerprint, and per slot.
+const FINGERPRINT_BITS: u32 = 16;
 
 /// Relocations an insert tries before it rotates the generations early.
 const MAX_KICKS: usize = 32;
 
 /// Load a generation is sized for: its slots hold `capacity / LOAD` fingerprints.
 const LOAD: f64 = 0.9;
-
-/// The lowest bit of every 16-bit lane.
-const LOW: u64 = 0x0001_0001_0001_0001;
-/// The highest bit of every 16-bit lane.
-const HIGH: u64 = 0x8000_8000_8000_8000;
 
 pub(crate) struct Ghosts {
     /// Bucket `i` of both generations side by side (so that a lookup in both reads one
@@ -45,6 +41,8 @@ pub(crate) struct Ghosts {
     rotations: u64,
     /// Picks the slot an insert evicts when both buckets are full.
     kicks: usize,
+    /// The filter's bit-parallel bucket search, for 16-bit slots.
+    lanes: Lanes<u64>,
 }
 
 /// Where a key's fingerprint may be.
@@ -68,6 +66,7 @@ impl Ghosts {
             mask: buckets - 1,
             rotations: 0,
             kicks: 0,
+            lanes: Lanes::new(FINGERPRINT_BITS),
         }
     }
 
@@ -75,7 +74,7 @@ impl Ghosts {
     /// gate's terms.
     #[cfg(feature = "metrics")]
     pub(crate) fn stats(&self) -> GateStats {
-        let held = |&b: &u64| (!matches(b, 0) & HIGH).count_ones() as usize;
+        let held = |&b: &u64| SLOTS - self.lanes.empties(b).count();
         GateStats {
             len: self.buckets.iter().flatten().map(held).sum(),
             capacity: self.capacity,
@@ -113,8 +112,8 @@ impl Ghosts {
         for generation in 0..2 {
             for i in [place.i1, place.i2] {
                 let bucket = &mut self.buckets[i][generation];
-                if let Some(lane) = first(matches(*bucket, place.fp)) {
-                    *bucket &= !(0xFFFF << (16 * lane));
+                if let Some(lane) = self.lanes.matches(*bucket, u64::from(place.fp)).lowest() {
+                    *bucket &= !(u64::from(u16::MAX) << shift(lane));
                     seen = true;
                     break;
                 }
@@ -149,10 +148,10 @@ impl Ghosts {
         }
         for _ in 0..MAX_KICKS {
             self.kicks = self.kicks.wrapping_add(1);
-            let shift = 16 * (self.kicks % SLOTS);
+            let lane = self.kicks % SLOTS;
             let bucket = &mut self.buckets[i][g];
-            let evicted = (*bucket >> shift) as u16;
-            *bucket = *bucket & !(0xFFFF << shift) | u64::from(fp) << shift;
+            let evicted = self.lanes.lane(*bucket, lane) as u16;
+            *bucket = *bucket & !(u64::from(u16::MAX) << shift(lane)) | u64::from(fp) << shift(lane);
             fp = evicted;
             i = self.other(i, fp);
             if self.put(i, fp) {
@@ -166,9 +165,9 @@ impl Ghosts {
     #[inline]
     fn put(&mut self, i: usize, fp: u16) -> bool {
         let bucket = &mut self.buckets[i][self.current];
-        let empty = first(matches(*bucket, 0));
+        let empty = self.lanes.empties(*bucket).lowest();
         if let Some(lane) = empty {
-            *bucket |= u64::from(fp) << (16 * lane);
+            *bucket |= u64::from(fp) << shift(lane);
         }
         empty.is_some()
     }
@@ -183,19 +182,10 @@ impl Ghosts {
     }
 }
 
-/// The high bit of every lane of `bucket` equal to `fp`.
+/// Where slot `lane` starts in a bucket.
 #[inline]
-fn matches(bucket: u64, fp: u16) -> u64 {
-    let x = bucket ^ (u64::from(fp) * LOW);
-    // Exact per lane: `(x & !HIGH) + !HIGH` sets a lane's high bit iff a low bit is set,
-    // without carrying into the next lane.
-    !(((x & !HIGH) + !HIGH) | x) & HIGH
-}
-
-/// The lowest lane flagged in `mask`.
-#[inline]
-fn first(mask: u64) -> Option<usize> {
-    (mask != 0).then(|| mask.trailing_zeros() as usize / 16)
+fn shift(lane: usize) -> u32 {
+    FINGERPRINT_BITS * lane as u32
 }
 
 #[cfg(test)]

@@ -44,7 +44,6 @@ mod table;
 use std::fmt;
 use std::hash::Hash;
 
-use self::bucket::SLOTS;
 use self::current::Current;
 use self::hash::Geometry;
 use self::ops::Refused;
@@ -52,7 +51,7 @@ use crate::error::InsertError;
 use crate::primitive::{AtomicU64, Mutex, Ordering};
 use crate::snapshot::SnapshotError;
 
-pub(crate) use self::bucket::Word;
+pub(crate) use self::bucket::{Lanes, Word, SLOTS};
 pub(crate) use self::builder::random_seed;
 pub use self::builder::{FilterBuilder, DEFAULT_DOUBLINGS, DEFAULT_FALSE_POSITIVE_RATE};
 pub(crate) use self::relocate::Hop;
