@@ -317,15 +317,13 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
         let capacity = self.capacity as u64;
         let shards: Box<[_]> = (0..shards as u64)
             .map(|i| {
-                // Split the capacity exactly: the first `capacity % shards` get one more.
-                let n = shards as u64;
-                let share = capacity / n + u64::from(i < capacity % n);
+                // Split exactly: the first `total % shards` shards get one more.
+                let share = |total: u64| total / shards as u64 + u64::from(i < total % shards as u64);
                 // Preallocate for the entries expected, up to a bound: a huge capacity
                 // is not a reason to reserve memory before anything is stored.
                 let expected = (entries / shards).min(1 << 16);
-                // The ghosts' share of the gate capacity, split like the capacity.
-                let ghosts = gate_capacity / shards + usize::from((i as usize) < gate_capacity % shards);
-                CachePadded::new(ShardLock::new(Shard::new(self.policy, share, expected, ghosts)))
+                let ghosts = share(gate_capacity as u64) as usize;
+                CachePadded::new(ShardLock::new(Shard::new(self.policy, share(capacity), expected, ghosts)))
             })
             .collect();
         let stripes = (2 * cores).next_power_of_two().min(256);
