@@ -30,13 +30,17 @@ mod imp {
         }
     }
 
-    /// A small number that differs between threads (for picking a counter stripe).
+    /// This thread's number: unique in the process, counting from 0 in the order threads
+    /// first ask (for picking a counter stripe).
     #[inline]
     pub(crate) fn thread_stripe() -> usize {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         thread_local!(static STRIPE: usize = NEXT.fetch_add(1, Ordering::Relaxed));
         STRIPE.with(|s| *s)
     }
+
+    /// Whether [`thread_stripe`] numbers are unique per thread (they are not under loom).
+    pub(crate) const UNIQUE_STRIPES: bool = true;
 
     /// A mutual-exclusion lock (`parking_lot`'s: no poisoning, word-sized).
     #[derive(Debug, Default)]
@@ -96,6 +100,9 @@ mod imp {
         0
     }
 
+    /// Whether [`thread_stripe`] numbers are unique per thread (they are not under loom).
+    pub(crate) const UNIQUE_STRIPES: bool = false;
+
     /// loom's mutex, with `parking_lot`'s signature (a poisoned lock is a failed model).
     #[derive(Debug)]
     pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
@@ -140,6 +147,8 @@ mod imp {
 }
 
 pub(crate) use imp::*;
+
+use crossbeam_utils::CachePadded;
 
 /// Asks the CPU to start loading the cache line holding `word` (a hint: no effect on what
 /// any load returns). A no-op under loom and on targets without a prefetch instruction.
@@ -221,6 +230,44 @@ pub(crate) fn release_pages(words: &[AtomicU64]) -> bool {
     }
 }
 
+/// Event counters striped by thread. The first threads of the process each own a stripe
+/// and count with a plain load and store, as no other thread writes it; later threads
+/// share atomic stripes. So counting costs no locked instruction and shares no written
+/// cache line, and no count is lost.
+pub(crate) struct Tally<const N: usize> {
+    owned: Box<[CachePadded<[AtomicU64; N]>]>,
+    shared: Box<[CachePadded<[AtomicU64; N]>]>,
+}
+
+impl<const N: usize> Tally<N> {
+    /// Counters with `stripes` owned and `stripes` shared stripes (a power of two).
+    pub(crate) fn new(stripes: usize) -> Self {
+        let zeros = |n: usize| (0..n).map(|_| CachePadded::new(std::array::from_fn(|_| AtomicU64::new(0)))).collect();
+        Tally { owned: zeros(if UNIQUE_STRIPES { stripes } else { 0 }), shared: zeros(stripes) }
+    }
+
+    /// Adds one to counter `counter`.
+    #[inline]
+    pub(crate) fn add(&self, counter: usize) {
+        let thread = thread_stripe();
+        match self.owned.get(thread) {
+            Some(own) => {
+                // Only this thread writes its own stripe: a load and a store lose nothing.
+                let count = &own[counter];
+                count.store(count.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            }
+            None => {
+                self.shared[thread & (self.shared.len() - 1)][counter].fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Counter `counter`'s total.
+    pub(crate) fn sum(&self, counter: usize) -> u64 {
+        self.owned.iter().chain(self.shared.iter()).map(|stripe| stripe[counter].load(Ordering::Relaxed)).sum()
+    }
+}
+
 /// Exponential backoff for spin loops: a few rounds of spin hints, then yields.
 pub(crate) struct Backoff {
     step: u32,
@@ -243,5 +290,21 @@ impl Backoff {
         } else {
             yield_now();
         }
+    }
+}
+
+#[cfg(all(test, not(cuckoo_gate_loom)))]
+mod tests {
+    use super::Tally;
+
+    #[test]
+    fn a_tally_loses_no_count_with_more_threads_than_stripes() {
+        let tally = Tally::<2>::new(2);
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| (0..10_000).for_each(|i| tally.add(i % 2)));
+            }
+        });
+        assert_eq!((tally.sum(0), tally.sum(1)), (40_000, 40_000));
     }
 }

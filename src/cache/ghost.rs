@@ -41,13 +41,11 @@ pub(crate) struct Ghosts {
     rotations: u64,
     /// Picks the slot an insert evicts when both buckets are full.
     kicks: usize,
-    /// The filter's bit-parallel bucket search, for 16-bit slots.
-    lanes: Lanes<u64>,
 }
 
 /// Where a key's fingerprint may be.
 #[derive(Clone, Copy)]
-struct Place {
+pub(crate) struct Place {
     fp: u16,
     i1: usize,
     i2: usize,
@@ -66,7 +64,6 @@ impl Ghosts {
             mask: buckets - 1,
             rotations: 0,
             kicks: 0,
-            lanes: Lanes::new(FINGERPRINT_BITS),
         }
     }
 
@@ -74,7 +71,7 @@ impl Ghosts {
     /// gate's terms.
     #[cfg(feature = "metrics")]
     pub(crate) fn stats(&self) -> GateStats {
-        let held = |&b: &u64| SLOTS - self.lanes.empties(b).count();
+        let held = |&b: &u64| SLOTS - lanes().empties(b).count();
         GateStats {
             len: self.buckets.iter().flatten().map(held).sum(),
             capacity: self.capacity,
@@ -83,17 +80,29 @@ impl Ghosts {
         }
     }
 
-    /// Starts loading the buckets of the key of `hash` into the CPU cache.
+    /// Where the key of `hash` may be, its buckets starting to load into the CPU cache.
     #[inline]
-    pub(crate) fn prefetch(&self, hash: u64) {
-        let place = self.place(hash);
+    pub(crate) fn place(&self, hash: u64) -> Place {
+        let place = self.locate(hash);
         prefetch(&self.buckets[place.i1]);
         prefetch(&self.buckets[place.i2]);
+        place
+    }
+
+    #[inline]
+    fn locate(&self, hash: u64) -> Place {
+        // The shard and the cache's table use the low half and the top 7 bits; mixing
+        // every bit keeps the ghost's buckets independent of both.
+        let mixed = hash.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let fp = (mixed >> 48) as u16 | 1;
+        let i1 = (mixed >> 16) as usize & self.mask;
+        Place { fp, i1, i2: self.other(i1, fp) }
     }
 
     /// Remembers the key of `hash`.
+    #[inline]
     pub(crate) fn record(&mut self, hash: u64) {
-        let place = self.place(hash);
+        let place = self.locate(hash);
         if let Some(homeless) = self.insert(place) {
             self.rotate();
             // A fresh generation has room: its two buckets are empty.
@@ -105,14 +114,14 @@ impl Ghosts {
         }
     }
 
-    /// Whether the key of `hash` is remembered; forgets it.
-    pub(crate) fn take(&mut self, hash: u64) -> bool {
-        let place = self.place(hash);
+    /// Whether the key at `place` is remembered; forgets it.
+    #[inline]
+    pub(crate) fn take(&mut self, place: Place) -> bool {
         let mut seen = false;
         for generation in 0..2 {
             for i in [place.i1, place.i2] {
                 let bucket = &mut self.buckets[i][generation];
-                if let Some(lane) = self.lanes.matches(*bucket, u64::from(place.fp)).lowest() {
+                if let Some(lane) = lanes().matches(*bucket, u64::from(place.fp)).lowest() {
                     *bucket &= !(u64::from(u16::MAX) << shift(lane));
                     seen = true;
                     break;
@@ -122,16 +131,8 @@ impl Ghosts {
         seen
     }
 
-    fn place(&self, hash: u64) -> Place {
-        // The shard and the cache's table use the low half and the top 7 bits; mixing
-        // every bit keeps the ghost's buckets independent of both.
-        let mixed = hash.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let fp = (mixed >> 48) as u16 | 1;
-        let i1 = (mixed >> 16) as usize & self.mask;
-        Place { fp, i1, i2: self.other(i1, fp) }
-    }
-
     /// The other bucket of fingerprint `fp` in bucket `i` (partial-key cuckoo hashing).
+    #[inline]
     fn other(&self, i: usize, fp: u16) -> usize {
         i ^ ((u64::from(fp).wrapping_mul(0xC2B2_AE3D_27D4_EB4F) >> 32) as usize & self.mask)
     }
@@ -139,18 +140,23 @@ impl Ghosts {
     /// Stores `place`'s fingerprint in the current generation, relocating others as
     /// needed; the fingerprint left homeless (and its buckets) if the generation has no
     /// room.
+    #[inline]
     fn insert(&mut self, place: Place) -> Option<Place> {
-        let (mut i, mut fp, g) = (place.i1, place.fp, self.current);
-        for i in [place.i1, place.i2] {
-            if self.put(i, fp) {
-                return None;
-            }
+        if self.put(place.i1, place.fp) || self.put(place.i2, place.fp) {
+            return None;
         }
+        self.relocate(place)
+    }
+
+    /// Makes room for `place`'s fingerprint by moving others to their other buckets.
+    #[cold]
+    fn relocate(&mut self, place: Place) -> Option<Place> {
+        let (mut i, mut fp, g) = (place.i1, place.fp, self.current);
         for _ in 0..MAX_KICKS {
             self.kicks = self.kicks.wrapping_add(1);
             let lane = self.kicks % SLOTS;
             let bucket = &mut self.buckets[i][g];
-            let evicted = self.lanes.lane(*bucket, lane) as u16;
+            let evicted = lanes().lane(*bucket, lane) as u16;
             *bucket = *bucket & !(u64::from(u16::MAX) << shift(lane)) | u64::from(fp) << shift(lane);
             fp = evicted;
             i = self.other(i, fp);
@@ -165,7 +171,7 @@ impl Ghosts {
     #[inline]
     fn put(&mut self, i: usize, fp: u16) -> bool {
         let bucket = &mut self.buckets[i][self.current];
-        let empty = self.lanes.empties(*bucket).lowest();
+        let empty = lanes().empties(*bucket).lowest();
         if let Some(lane) = empty {
             *bucket |= u64::from(fp) << shift(lane);
         }
@@ -173,6 +179,7 @@ impl Ghosts {
     }
 
     /// Clears the older generation and makes it the current one.
+    #[cold]
     fn rotate(&mut self) {
         self.current ^= 1;
         let g = self.current;
@@ -180,6 +187,13 @@ impl Ghosts {
         self.recorded = 0;
         self.rotations += 1;
     }
+}
+
+/// The filter's bit-parallel bucket search, for 16-bit slots (its masks fold to
+/// constants).
+#[inline(always)]
+fn lanes() -> Lanes<u64> {
+    Lanes::new(FINGERPRINT_BITS)
 }
 
 /// Where slot `lane` starts in a bucket.
@@ -201,11 +215,11 @@ mod tests {
         let mut ghosts = Ghosts::new(1_000);
         ghosts.record(hash(0));
         (1..1_000).for_each(|k| ghosts.record(hash(k)));
-        assert!(ghosts.take(hash(0)), "forgotten within `capacity` recordings");
-        assert!(!ghosts.take(hash(0)), "take forgets");
+        assert!(ghosts.take(ghosts.place(hash(0))), "forgotten within `capacity` recordings");
+        assert!(!ghosts.take(ghosts.place(hash(0))), "take forgets");
         ghosts.record(hash(0));
         (1_000..3_000).for_each(|k| ghosts.record(hash(k)));
-        assert!(!ghosts.take(hash(0)), "remembered after two rotations");
+        assert!(!ghosts.take(ghosts.place(hash(0))), "remembered after two rotations");
     }
 
     #[test]
@@ -213,8 +227,8 @@ mod tests {
         let mut ghosts = Ghosts::new(10_000);
         (0..10_000).for_each(|k| ghosts.record(hash(k)));
         assert_eq!(ghosts.rotations, 1);
-        assert!((0..10_000).all(|k| ghosts.take(hash(k))));
-        let strangers = (10_000..110_000).filter(|&k| ghosts.take(hash(k))).count();
+        assert!((0..10_000).all(|k| ghosts.take(ghosts.place(hash(k)))));
+        let strangers = (10_000..110_000).filter(|&k| ghosts.take(ghosts.place(hash(k)))).count();
         assert!(strangers < 100, "{strangers} false positives in 100,000");
     }
 
@@ -224,7 +238,7 @@ mod tests {
         ghosts.capacity = 10_000; // only a full table rotates
         (0..200).for_each(|k| ghosts.record(hash(k)));
         assert_eq!(ghosts.rotations, 1, "128 slots hold fewer than 200 keys, 256 more");
-        assert!((0..200).all(|k| ghosts.take(hash(k))), "a key was lost, or its fingerprint misplaced");
+        assert!((0..200).all(|k| ghosts.take(ghosts.place(hash(k)))), "a key was lost, or its fingerprint misplaced");
     }
 
     #[test]
@@ -234,7 +248,7 @@ mod tests {
         (0..9).for_each(|_| ghosts.record(hash(1)));
         assert_eq!(ghosts.rotations, 1, "the ninth copy started a generation");
         // `take` forgets one copy per generation: eight calls for 8 + 1 copies.
-        assert!((0..8).all(|_| ghosts.take(hash(1))), "a copy was lost");
-        assert!(!ghosts.take(hash(1)));
+        assert!((0..8).all(|_| ghosts.take(ghosts.place(hash(1)))), "a copy was lost");
+        assert!(!ghosts.take(ghosts.place(hash(1))));
     }
 }

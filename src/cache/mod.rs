@@ -33,7 +33,7 @@ use crate::filter::{random_seed, seeded_hasher};
 #[cfg(feature = "metrics")]
 use crate::gate::GateStats;
 use crate::gate::SeenBefore;
-use crate::primitive::{thread_stripe, AtomicU64, Ordering, ShardLock};
+use crate::primitive::{ShardLock, Tally};
 
 /// Default gate size under [`AdmissionPolicy::SecondHit`], in cache entries: how many
 /// first sightings the gate remembers while they wait for a second request. It costs
@@ -120,8 +120,8 @@ pub struct AdmissionCache<K, V> {
     policy: AdmissionPolicy,
     capacity: u64,
     weigher: Option<Weigher<K, V>>,
-    /// Hit and miss counts, striped by thread so that lookups share no written line.
-    lookups: Box<[CachePadded<[AtomicU64; 2]>]>,
+    /// Hit and miss counts.
+    lookups: Tally<2>,
     #[cfg(feature = "metrics")]
     metrics: Option<metrics::CacheMetrics>,
 }
@@ -334,7 +334,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
             policy: self.policy,
             capacity,
             weigher: self.weigher,
-            lookups: (0..stripes).map(|_| CachePadded::new([AtomicU64::new(0), AtomicU64::new(0)])).collect(),
+            lookups: Tally::new(stripes),
             #[cfg(feature = "metrics")]
             metrics: self.metrics_name.as_deref().map(metrics::CacheMetrics::new),
         })
@@ -367,8 +367,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
 
     #[inline]
     fn count_lookup(&self, hit: bool) {
-        let stripe = &self.lookups[thread_stripe() & (self.lookups.len() - 1)];
-        stripe[usize::from(!hit)].fetch_add(1, Ordering::Relaxed);
+        self.lookups.add(usize::from(!hit));
     }
 
     /// The value of `key`. A hit takes the key's shard's read lock (its write lock under
@@ -580,10 +579,8 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// Counters and entries, with each shard read once.
     fn snapshot(&self) -> (CacheStats, usize) {
         let mut total = CacheStats::default();
-        for stripe in self.lookups.iter() {
-            total.hits += stripe[0].load(Ordering::Relaxed);
-            total.misses += stripe[1].load(Ordering::Relaxed);
-        }
+        total.hits = self.lookups.sum(0);
+        total.misses = self.lookups.sum(1);
         let mut entries = 0;
         for shard in self.shards.iter() {
             let shard = shard.read();

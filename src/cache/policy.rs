@@ -89,18 +89,13 @@ impl Policy {
 
     /// Where a missed key goes, or `None` if it is kept out. Records in the gate what the
     /// policy needs remembered.
+    #[inline]
     pub(crate) fn admit<K, V>(
         &mut self,
         store: &Store<K, V>,
         hash: u64,
         gate: Option<&SeenBefore>,
     ) -> Option<Queue> {
-        if let Some(ghosts) = &self.ghosts {
-            // A miss asks the ghosts and evicts from the small queue's tail: start both
-            // loads now, so that their cache misses overlap.
-            ghosts.prefetch(hash);
-            store.prefetch_tail(Queue::Small);
-        }
         match (self.kind, gate) {
             (AdmissionPolicy::SecondHit, Some(gate)) => {
                 if gate.check_and_record_hash(hash) {
@@ -111,7 +106,14 @@ impl Policy {
                 }
             }
             (AdmissionPolicy::S3Fifo, _) => {
-                if self.ghosts.as_mut().is_some_and(|g| g.take(hash)) {
+                let ghost = self.ghosts.as_mut().is_some_and(|ghosts| {
+                    // A miss asks the ghosts and evicts from the small queue's tail: start
+                    // both loads now, so that their cache misses overlap.
+                    let place = ghosts.place(hash);
+                    store.prefetch_tail(Queue::Small);
+                    ghosts.take(place)
+                });
+                if ghost {
                     // A ghost: it left the small queue unused, and came back.
                     Some(Queue::Main)
                 } else if store.total_weight() < self.capacity && store.weight(Queue::Small) >= self.small {
@@ -130,6 +132,7 @@ impl Policy {
 
     /// Evicts until the shard holds at most its capacity, sparing `spare` (an entry just
     /// stored) while anything else can go.
+    #[inline]
     pub(crate) fn evict<K, V>(
         &mut self,
         store: &mut Store<K, V>,
@@ -165,6 +168,7 @@ impl Policy {
     /// S3-FIFO's small queue, while it is over its share (or main is empty), or always
     /// with `force`: takes entries off its tail, moving those requested [`PROMOTE_AT`]
     /// times since they entered to main, until one that was not is found (the victim).
+    #[inline]
     fn small_tail<K, V>(&self, store: &mut Store<K, V>, spare: Option<u32>, force: bool) -> Option<u32> {
         let over = |store: &Store<K, V>| {
             force || store.weight(Queue::Small) > self.small || store.weight(Queue::Main) == 0
@@ -184,6 +188,7 @@ impl Policy {
     /// CLOCK over the main queue: an entry at the tail with requests left gets another
     /// round for one of them; the first without is the victim. `None` if main holds
     /// nothing but `spare`.
+    #[inline]
     fn clock<K, V>(&self, store: &mut Store<K, V>, spare: Option<u32>) -> Option<u32> {
         // Each pass over an entry lowers its count, so this ends within MAX_FREQ + 1
         // passes over the queue.

@@ -106,6 +106,7 @@ impl<K, V> Store<K, V> {
     }
 
     /// The oldest entry on `queue` (dropping stale pairs found on the way).
+    #[inline]
     pub(crate) fn tail(&mut self, queue: Queue) -> Option<u32> {
         let ring = &mut self.queues[queue as usize];
         while let Some(&pair) = ring.pairs.back() {
@@ -129,6 +130,7 @@ impl<K, V> Store<K, V> {
     }
 
     /// Stores an entry for a key that is absent, at the head of `queue`.
+    #[inline]
     pub(crate) fn insert(&mut self, key: K, value: V, hash: u64, weight: u32, queue: Queue) -> u32 {
         let entry = Entry { key, value, hash, weight, freq: AtomicU8::new(0), queue, stamp: 0 };
         let index = match self.free.pop() {
@@ -148,6 +150,7 @@ impl<K, V> Store<K, V> {
     }
 
     /// Removes the entry at `index`, returning it.
+    #[inline]
     pub(crate) fn remove(&mut self, index: u32) -> Entry<K, V> {
         self.unlink(index);
         let hash = self.entry(index).hash;
@@ -159,6 +162,7 @@ impl<K, V> Store<K, V> {
     }
 
     /// Moves the entry at `index` to the head of `queue`.
+    #[inline]
     pub(crate) fn requeue(&mut self, index: u32, queue: Queue) {
         self.unlink(index);
         self.link(index, queue);
@@ -174,6 +178,7 @@ impl<K, V> Store<K, V> {
     }
 
     /// Puts the entry at `index` at the head of `queue`, with a new stamp.
+    #[inline]
     fn link(&mut self, index: u32, queue: Queue) {
         let stamp = self.next_stamp;
         self.next_stamp = stamp.wrapping_add(1);
@@ -192,6 +197,7 @@ impl<K, V> Store<K, V> {
 
     /// Takes the entry at `index` off its queue's count (its pair goes stale, and its
     /// stamp changes when it enters a queue again).
+    #[inline]
     fn unlink(&mut self, index: u32) {
         let entry = self.entry(index);
         let (queue, weight, stamp) = (entry.queue, u64::from(entry.weight), entry.stamp);
@@ -205,6 +211,7 @@ impl<K, V> Store<K, V> {
 
     /// Drops the stale pairs of `queue`. Stamps are 32 bits: a pair is swept or popped
     /// long before 2^32 later stamps could make it match again.
+    #[cold]
     fn sweep(&mut self, queue: Queue) {
         let slots = &self.slots;
         self.queues[queue as usize].pairs.retain(|&pair| {
