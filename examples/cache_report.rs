@@ -15,10 +15,10 @@
 //! then each round replays the same 1M requests, split over the threads. The hit ratio is
 //! that of the `get`s of the last round. `AdmissionCache` runs its default policy.
 //!
-//! `--only NAME` runs one cache alone, single-threaded, on the get-heavy workload (the
-//! warm-up and three rounds), and prints its time and hit ratio: the loop to profile or
-//! to count instructions in (`valgrind --tool=callgrind`), with nothing else in the way
-//! but generating the requests.
+//! `--only NAME` runs one cache alone, single-threaded, on the get-heavy workload (or the
+//! one `--workload` names: the warm-up and three rounds), and prints its time and hit
+//! ratio: the loop to profile or to count instructions in (`valgrind --tool=callgrind`),
+//! with nothing else in the way but generating the requests.
 
 mod common;
 use common::median;
@@ -32,17 +32,18 @@ fn timed_round(cache: &dyn caches::Cache, workload: &str, requests: &[u64], thre
     (requests.len() as f64 / elapsed.as_secs_f64() / 1e6, hit_ratio)
 }
 
-/// One cache alone, for a profiler: the warm-up and three get-heavy rounds on one thread.
-fn profile(name: &str) {
+/// One cache alone, for a profiler: the warm-up and three rounds of `workload` on one
+/// thread.
+fn profile(name: &str, workload: &str) {
     let requests = zipf_requests(2 * OPS);
     let (warm, timed) = requests.split_at(OPS);
     let caches = peers();
     let (_, cache) = caches.iter().find(|(peer, _)| *peer == name).expect("a known cache");
-    round(&**cache, "get-heavy", warm, 1);
+    round(&**cache, workload, warm, 1);
     let start = std::time::Instant::now();
-    let hit_ratio = (0..3).map(|_| round(&**cache, "get-heavy", timed, 1).1).last().unwrap_or(0.0);
+    let hit_ratio = (0..3).map(|_| round(&**cache, workload, timed, 1).1).last().unwrap_or(0.0);
     println!(
-        "{name}: 3 get-heavy rounds of {OPS} requests in {:.2?}, hit ratio {hit_ratio:.4}",
+        "{name}: 3 {workload} rounds of {OPS} requests in {:.2?}, hit ratio {hit_ratio:.4}",
         start.elapsed()
     );
 }
@@ -50,20 +51,28 @@ fn profile(name: &str) {
 fn main() {
     let mut rounds = 9;
     let mut only = None;
+    let mut workload = WORKLOADS[0];
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match (arg.as_str(), args.next()) {
             ("--rounds", Some(n)) if n.parse().is_ok_and(|n: usize| n > 0) => rounds = n.parse().unwrap(),
             ("--only", Some(name)) if peers().iter().any(|(peer, _)| *peer == name) => only = Some(name),
+            ("--workload", Some(w)) if WORKLOADS.contains(&w.as_str()) => {
+                workload = WORKLOADS.iter().find(|&&known| known == w).unwrap()
+            }
             _ => {
                 let names: Vec<_> = peers().iter().map(|(name, _)| *name).collect();
-                eprintln!("usage: cache_report [--rounds N] [--only {}]", names.join("|"));
+                eprintln!(
+                    "usage: cache_report [--rounds N] [--only {} [--workload {}]]",
+                    names.join("|"),
+                    WORKLOADS.join("|")
+                );
                 std::process::exit(2);
             }
         }
     }
     if let Some(name) = only {
-        return profile(&name);
+        return profile(&name, workload);
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads: Vec<usize> = if cores > 2 { vec![1, 2, cores] } else { vec![1, 2] };

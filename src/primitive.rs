@@ -242,7 +242,8 @@ pub(crate) struct Tally<const N: usize> {
 impl<const N: usize> Tally<N> {
     /// Counters with `stripes` owned and `stripes` shared stripes (a power of two).
     pub(crate) fn new(stripes: usize) -> Self {
-        let zeros = |n: usize| (0..n).map(|_| CachePadded::new(std::array::from_fn(|_| AtomicU64::new(0)))).collect();
+        let zeros =
+            |n: usize| (0..n).map(|_| CachePadded::new(std::array::from_fn(|_| AtomicU64::new(0)))).collect();
         Tally { owned: zeros(if UNIQUE_STRIPES { stripes } else { 0 }), shared: zeros(stripes) }
     }
 
@@ -264,7 +265,11 @@ impl<const N: usize> Tally<N> {
 
     /// Counter `counter`'s total.
     pub(crate) fn sum(&self, counter: usize) -> u64 {
-        self.owned.iter().chain(self.shared.iter()).map(|stripe| stripe[counter].load(Ordering::Relaxed)).sum()
+        self.owned
+            .iter()
+            .chain(self.shared.iter())
+            .map(|stripe| stripe[counter].load(Ordering::Relaxed))
+            .sum()
     }
 }
 

@@ -238,7 +238,10 @@ mod tests {
         ghosts.capacity = 10_000; // only a full table rotates
         (0..200).for_each(|k| ghosts.record(hash(k)));
         assert_eq!(ghosts.rotations, 1, "128 slots hold fewer than 200 keys, 256 more");
-        assert!((0..200).all(|k| ghosts.take(ghosts.place(hash(k)))), "a key was lost, or its fingerprint misplaced");
+        assert!(
+            (0..200).all(|k| ghosts.take(ghosts.place(hash(k)))),
+            "a key was lost, or its fingerprint misplaced"
+        );
     }
 
     #[test]

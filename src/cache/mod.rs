@@ -27,7 +27,7 @@ use std::sync::Arc;
 use crossbeam_utils::CachePadded;
 
 pub use self::policy::AdmissionPolicy;
-use self::shard::{Counters, Shard};
+use self::shard::{Counters, Leftovers, Shard};
 use crate::error::BuildError;
 use crate::filter::{random_seed, seeded_hasher};
 #[cfg(feature = "metrics")]
@@ -413,8 +413,9 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     pub fn insert(&self, key: K, value: V) -> Admission {
         let hash = self.hasher.hash_one(&key);
         let weight = self.weigher.as_ref().map_or(1, |weigh| weigh(&key, &value).max(1));
-        let (admission, leftovers) =
-            self.shard(hash).write().insert(key, value, hash, weight, self.gate.as_ref());
+        let mut leftovers = Leftovers::new();
+        let admission =
+            self.shard(hash).write().insert(key, value, hash, weight, self.gate.as_ref(), &mut leftovers);
         drop(leftovers);
         admission
     }

@@ -59,16 +59,23 @@ pub(crate) struct Policy {
 
 /// What eviction took out of a shard, kept to be dropped after the lock is released.
 pub(crate) struct Evicted<K, V> {
+    count: usize,
     first: Option<(K, V)>,
     more: Vec<(K, V)>,
 }
 
 impl<K, V> Evicted<K, V> {
     pub(crate) fn new() -> Self {
-        Evicted { first: None, more: Vec::new() }
+        Evicted { count: 0, first: None, more: Vec::new() }
     }
 
+    #[inline]
     pub(crate) fn push(&mut self, entry: (K, V)) {
+        self.count += 1;
+        if !std::mem::needs_drop::<(K, V)>() {
+            // Dropping it runs no code, user code least of all: nothing to keep.
+            return;
+        }
         match self.first {
             None => self.first = Some(entry),
             Some(_) => self.more.push(entry),
@@ -76,7 +83,7 @@ impl<K, V> Evicted<K, V> {
     }
 
     pub(crate) fn count(&self) -> usize {
-        usize::from(self.first.is_some()) + self.more.len()
+        self.count
     }
 }
 

@@ -38,6 +38,12 @@ pub(crate) struct Leftovers<K, V> {
     pub(crate) evicted: Evicted<K, V>,
 }
 
+impl<K, V> Leftovers<K, V> {
+    pub(crate) fn new() -> Self {
+        Leftovers { replaced: None, refused: None, evicted: Evicted::new() }
+    }
+}
+
 impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     /// A shard holding at most `capacity` weight; `expected` entries are preallocated.
     pub(crate) fn new(policy: AdmissionPolicy, capacity: u64, expected: usize, ghosts: usize) -> Self {
@@ -92,8 +98,8 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         hash: u64,
         weight: u32,
         gate: Option<&SeenBefore>,
-    ) -> (Admission, Leftovers<K, V>) {
-        let mut out = Leftovers { replaced: None, refused: None, evicted: Evicted::new() };
+        out: &mut Leftovers<K, V>,
+    ) -> Admission {
         let too_heavy = u64::from(weight) > self.policy.capacity;
         let (admission, spare) = match self.store.find(hash, &key) {
             Some(index) if too_heavy => {
@@ -106,11 +112,15 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 (Admission::TooHeavy, None)
             }
             Some(index) => {
-                out.replaced = Some(std::mem::replace(&mut self.store.entry_mut(index).value, value));
-                self.store.reweigh(index, weight);
+                let entry = self.store.entry_mut(index);
+                out.replaced = Some(std::mem::replace(&mut entry.value, value));
+                let reweighed = entry.weight != weight;
                 match self.policy.kind {
                     AdmissionPolicy::Always => self.store.requeue(index, Queue::Main),
-                    _ => self.store.entry(index).touch(MAX_FREQ),
+                    _ => entry.touch(MAX_FREQ),
+                }
+                if reweighed {
+                    self.store.reweigh(index, weight);
                 }
                 (Admission::Updated, Some(index))
             }
@@ -134,6 +144,6 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         };
         self.policy.evict(&mut self.store, spare, gate, &mut out.evicted);
         self.counters.evictions += out.evicted.count() as u64;
-        (admission, out)
+        admission
     }
 }
