@@ -579,9 +579,8 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
 
     /// Counters and entries, with each shard read once.
     fn snapshot(&self) -> (CacheStats, usize) {
-        let mut total = CacheStats::default();
-        total.hits = self.lookups.sum(0);
-        total.misses = self.lookups.sum(1);
+        let mut total =
+            CacheStats { hits: self.lookups.sum(0), misses: self.lookups.sum(1), ..CacheStats::default() };
         let mut entries = 0;
         for shard in self.shards.iter() {
             let shard = shard.read();
