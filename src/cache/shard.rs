@@ -91,6 +91,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
 
     /// Stores `value` for `key` if the key is present (replacing its value: a request,
     /// like a hit) or the policy admits it.
+    #[inline]
     pub(crate) fn insert(
         &mut self,
         key: K,
