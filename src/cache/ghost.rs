@@ -140,7 +140,7 @@ impl Ghosts {
     /// Stores `place`'s fingerprint in the current generation, relocating others as
     /// needed; the fingerprint left homeless (and its buckets) if the generation has no
     /// room.
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, place: Place) -> Option<Place> {
         if self.put(place.i1, place.fp) || self.put(place.i2, place.fp) {
             return None;

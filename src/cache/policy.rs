@@ -175,7 +175,7 @@ impl Policy {
     /// S3-FIFO's small queue, while it is over its share (or main is empty), or always
     /// with `force`: takes entries off its tail, moving those requested [`PROMOTE_AT`]
     /// times since they entered to main, until one that was not is found (the victim).
-    #[inline]
+    #[inline(always)]
     fn small_tail<K, V>(&self, store: &mut Store<K, V>, spare: Option<u32>, force: bool) -> Option<u32> {
         let over = |store: &Store<K, V>| {
             force || store.weight(Queue::Small) > self.small || store.weight(Queue::Main) == 0

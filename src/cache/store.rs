@@ -150,7 +150,7 @@ impl<K, V> Store<K, V> {
     }
 
     /// Removes the entry at `index`, returning it.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn remove(&mut self, index: u32) -> Entry<K, V> {
         self.unlink(index);
         let hash = self.entry(index).hash;
