@@ -52,23 +52,25 @@ fn main() {
     let mut rounds = 9;
     let mut only = None;
     let mut workload = WORKLOADS[0];
+    let names: Vec<&str> = peers().iter().map(|(name, _)| *name).collect();
+    let usage = || -> ! {
+        eprintln!(
+            "usage: cache_report [--rounds N] [--only {} [--workload {}]]",
+            names.join("|"),
+            WORKLOADS.join("|")
+        );
+        std::process::exit(2)
+    };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        match (arg.as_str(), args.next()) {
-            ("--rounds", Some(n)) if n.parse().is_ok_and(|n: usize| n > 0) => rounds = n.parse().unwrap(),
-            ("--only", Some(name)) if peers().iter().any(|(peer, _)| *peer == name) => only = Some(name),
-            ("--workload", Some(w)) if WORKLOADS.contains(&w.as_str()) => {
-                workload = WORKLOADS.iter().find(|&&known| known == w).unwrap()
+        let value = args.next().unwrap_or_default();
+        match (arg.as_str(), value.parse::<usize>()) {
+            ("--rounds", Ok(n)) if n > 0 => rounds = n,
+            ("--only", _) if names.contains(&value.as_str()) => only = Some(value),
+            ("--workload", _) => {
+                workload = WORKLOADS.into_iter().find(|&w| w == value).unwrap_or_else(|| usage())
             }
-            _ => {
-                let names: Vec<_> = peers().iter().map(|(name, _)| *name).collect();
-                eprintln!(
-                    "usage: cache_report [--rounds N] [--only {} [--workload {}]]",
-                    names.join("|"),
-                    WORKLOADS.join("|")
-                );
-                std::process::exit(2);
-            }
+            _ => usage(),
         }
     }
     if let Some(name) = only {

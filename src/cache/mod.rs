@@ -6,9 +6,9 @@
 //! * `shard.rs`: one shard's operations, and what leaves it.
 //!
 //! Each operation hashes its key once; the hash picks the shard, finds the entry in the
-//! shard's table and stands for the key in the gate or the shard's ghosts. Lookups take the shard's read lock
-//! (except under LRU), writes its write lock, and what leaves a shard is dropped after the
-//! lock is released.
+//! shard's table and stands for the key in the gate or the shard's ghosts. Lookups take
+//! the shard's read lock (except under LRU), writes its write lock, and what leaves a
+//! shard is dropped after the lock is released.
 
 #[cfg(feature = "metrics")]
 mod metrics;

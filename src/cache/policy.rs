@@ -25,8 +25,8 @@ pub enum AdmissionPolicy {
     /// it reaches the tail, and one that was not leaves the cache and is remembered as a
     /// ghost. A miss on a ghost goes straight to main. The ghost queue is the gate's
     /// design cut down for one shard: two generations of 16-bit fingerprints, written
-    /// under the shard's lock. Main evicts in CLOCK order, an entry getting one more round per
-    /// request (up to three). One-hit wonders and scans pass through the small queue
+    /// under the shard's lock. Main evicts in CLOCK order, an entry getting one more
+    /// round per request (up to three). One-hit wonders and scans pass through the small queue
     /// without displacing keys that were used twice. Hits only bump a counter, under the
     /// shard's read lock.
     #[default]
@@ -94,8 +94,8 @@ impl Policy {
         Policy { kind, capacity, small: (capacity / SMALL_SHARE).max(1), ghosts }
     }
 
-    /// Where a missed key goes, or `None` if it is kept out. Records in the gate what the
-    /// policy needs remembered.
+    /// Where a missed key goes, or `None` if it is kept out. Asks the gate (recording the
+    /// key) or the ghosts (forgetting it), as the policy needs.
     #[inline]
     pub(crate) fn admit<K, V>(
         &mut self,
