@@ -235,8 +235,8 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
     /// Keys the seen-before gate remembers per generation (it remembers each for at least
     /// this many later recordings), or under [`AdmissionPolicy::S3Fifo`] the ghosts, split
     /// over the shards. Defaults: [`DEFAULT_GATE_MULTIPLIER`] entries per cache entry under
-    /// [`AdmissionPolicy::SecondHit`]; under S3-FIFO 0.6 per entry, so that the ghosts
-    /// remembered average 0.9 of the entries held, the ghost queue of S3-FIFO's paper;
+    /// [`AdmissionPolicy::SecondHit`]; under S3-FIFO 0.9 per entry, the size of the ghost
+    /// queue in S3-FIFO's paper, so that every key that queue would remember is remembered;
     /// unused under [`AdmissionPolicy::Always`].
     pub fn gate_capacity(mut self, keys: usize) -> Self {
         self.gate_capacity = Some(keys);
@@ -295,7 +295,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
             (_, Some(keys)) => keys,
             (AdmissionPolicy::Always, None) => 1,
             (AdmissionPolicy::SecondHit, None) => entries.saturating_mul(DEFAULT_GATE_MULTIPLIER),
-            (AdmissionPolicy::S3Fifo, None) => (entries / 5).saturating_mul(3).max(1),
+            (AdmissionPolicy::S3Fifo, None) => (entries - entries / 10).max(1),
         };
         if gate_capacity == 0 {
             return Err(BuildError::ZeroCapacity);
