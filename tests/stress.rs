@@ -12,22 +12,9 @@ use std::thread;
 
 use cuckoo_gate::{CuckooFilter, InsertError};
 
-/// SplitMix64, for reproducible per-thread randomness without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+#[path = "../examples/common/rng.rs"]
+mod rng;
+use rng::Rng;
 
 const WORKERS: u64 = 4;
 const OPS_PER_WORKER: u64 = 2_500_000;

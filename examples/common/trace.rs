@@ -3,6 +3,10 @@
 
 use std::path::Path;
 
+#[path = "rng.rs"]
+mod rng;
+use rng::Rng;
+
 /// One request: the key and the object's size in bytes (1 when the trace has none).
 #[derive(Clone, Copy)]
 pub struct Request {
@@ -33,23 +37,6 @@ pub fn read(path: &Path) -> Result<(Vec<Request>, bool), String> {
         })
         .collect::<Result<_, String>>()?;
     Ok((requests, sized))
-}
-
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
 }
 
 /// Zipf(0.9) over 100,000 objects, with one request in three for a brand-new object
