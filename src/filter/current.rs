@@ -12,8 +12,8 @@
 //! *validates*: after reading, it checks that the pointer still names the table it read,
 //! and reads again from the new table if not, the way a seqlock reader re-checks its
 //! stamp. The read path has no barrier and writes nothing shared (the fence is an
-//! `Acquire` fence, free on x86); this replaced an epoch pin per lookup, whose full
-//! barrier made lookups of a growable filter about 0.6x as fast as a fixed-size one's.
+//! `Acquire` fence, free on x86), where an epoch pin per lookup would cost a full barrier
+//! and a thread-local write.
 //!
 //! Why a validated read is right: the grower swaps the pointer (`Release`), then issues a
 //! `Release` fence, then releases the old pages. A reader that saw any released (zeroed)
