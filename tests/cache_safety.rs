@@ -179,6 +179,56 @@ fn panicking_drop_during_eviction_loses_nothing_else() {
     }
 }
 
+thread_local! {
+    /// The cache a [`Reentrant`] key calls back into when it is dropped.
+    static REENTER: std::cell::RefCell<Option<Arc<AdmissionCache<Reentrant, u64>>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A key whose `Drop` calls back into the cache: if the cache dropped it under a shard
+/// lock, that call would deadlock.
+#[derive(Debug, Hash, PartialEq, Eq)]
+struct Reentrant(u64);
+
+impl Drop for Reentrant {
+    fn drop(&mut self) {
+        if self.0 != 0 {
+            REENTER.with(|cache| {
+                if let Some(cache) = &*cache.borrow() {
+                    cache.get(&Reentrant(0));
+                    cache.len();
+                }
+            });
+        }
+    }
+}
+
+#[test]
+fn keys_and_values_are_dropped_outside_the_lock() {
+    for policy in POLICIES {
+        let (done, finished) = std::sync::mpsc::channel();
+        thread::spawn(move || {
+            // One shard, so that a call back from any key meets the lock it was dropped
+            // under, if it was.
+            let cache = AdmissionCache::builder().capacity(16).admission(policy).shards(1).build().unwrap();
+            REENTER.with(|slot| *slot.borrow_mut() = Some(Arc::new(cache)));
+            let cache = REENTER.with(|slot| slot.borrow().clone()).unwrap();
+            for id in 1..=200 {
+                // Admitted or refused, then an update (the offered key is dropped), and
+                // evictions all along.
+                cache.insert(Reentrant(id), id);
+                cache.insert(Reentrant(id), id + 1);
+                cache.get_or_insert_with(Reentrant(id / 3), || id);
+                cache.remove(&Reentrant(id / 2));
+            }
+            REENTER.with(|slot| slot.borrow_mut().take());
+            done.send(()).unwrap();
+        });
+        let waited = finished.recv_timeout(std::time::Duration::from_secs(30));
+        assert!(waited.is_ok(), "{policy:?}: a key's Drop ran under the shard lock (deadlock)");
+    }
+}
+
 #[test]
 fn a_tiny_shard_stores_what_it_admits() {
     // One entry per shard: what `insert` calls admitted must be there.

@@ -32,6 +32,8 @@ pub(crate) struct Shard<K, V> {
 pub(crate) struct Leftovers<K, V> {
     /// The value an update replaced.
     pub(crate) replaced: Option<V>,
+    /// The key an update was offered (the entry keeps the key it has).
+    pub(crate) unused_key: Option<K>,
     /// The entry offered, when it was not stored; or the entry an update removed.
     pub(crate) refused: Option<(K, V)>,
     /// Entries evicted to make room.
@@ -40,7 +42,7 @@ pub(crate) struct Leftovers<K, V> {
 
 impl<K, V> Leftovers<K, V> {
     pub(crate) fn new() -> Self {
-        Leftovers { replaced: None, refused: None, evicted: Evicted::new() }
+        Leftovers { replaced: None, unused_key: None, refused: None, evicted: Evicted::new() }
     }
 }
 
@@ -115,6 +117,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             Some(index) => {
                 let entry = self.store.entry_mut(index);
                 out.replaced = Some(std::mem::replace(&mut entry.value, value));
+                out.unused_key = Some(key);
                 let reweighed = entry.weight != weight;
                 match self.policy.kind {
                     AdmissionPolicy::Always => self.store.requeue(index, Queue::Main),
