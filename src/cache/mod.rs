@@ -397,8 +397,8 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     }
 
     /// Stores `value` for `key` if the key is present (replacing its value) or the policy
-    /// admits it. Takes the key's shard's write lock; evicted entries and a replaced value
-    /// are dropped after it is released.
+    /// admits it. Takes the key's shard's write lock; evicted entries, a replaced value and
+    /// a key the cache does not keep are dropped after it is released.
     ///
     /// # Examples
     ///
