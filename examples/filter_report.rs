@@ -128,6 +128,15 @@ fn time_one(n: usize, filter: &mut dyn Filter) -> [f64; 4] {
     [insert, present, absent, rate(t)]
 }
 
+/// The speed table's rows, in [`contender`]'s order; ratios are to row [`PEER`].
+const CONTENDERS: [&str; 4] = [
+    "cuckoo-gate, capacity n",
+    "cuckoo-gate, capacity 1.46 n",
+    "cuckoofilter 0.5 + ahash",
+    "cuckoofilter 0.5 (SipHash)",
+];
+const PEER: usize = 2;
+
 /// Contender `c` of the speed table, empty, sized for `n` keys.
 fn contender(c: usize, n: usize) -> Box<dyn Filter> {
     type Peer<H> = cuckoofilter::CuckooFilter<H>;
@@ -145,14 +154,8 @@ fn contender(c: usize, n: usize) -> Box<dyn Filter> {
 /// SipHash default. The contenders take turns within each run; a ratio is the median of
 /// the per-run ratios, so that a slow spell of the machine hits both sides alike.
 fn throughput(n: usize, runs: usize) {
-    let names = [
-        "cuckoo-gate, capacity n",
-        "cuckoo-gate, capacity 1.46 n",
-        "cuckoofilter 0.5 + ahash",
-        "cuckoofilter 0.5 (SipHash)",
-    ];
-    let mut speeds = vec![vec![]; names.len()];
-    let mut bits = [0.0; 4];
+    let mut speeds = vec![vec![]; CONTENDERS.len()];
+    let mut bits = [0.0; CONTENDERS.len()];
     for _ in 0..runs {
         for (c, runs) in speeds.iter_mut().enumerate() {
             let mut filter = contender(c, n);
@@ -165,11 +168,11 @@ fn throughput(n: usize, runs: usize) {
     );
     println!("| filter | bits/item | insert | lookup, present | lookup, absent | lookup, half present |");
     println!("|---|---|---|---|---|---|");
-    for (c, name) in names.iter().enumerate() {
+    for (c, name) in CONTENDERS.iter().enumerate() {
         let cells: Vec<String> = (0..4)
             .map(|op| {
                 let speed = median(speeds[c].iter().map(|s| s[op]).collect());
-                let ratio = median(speeds[c].iter().zip(&speeds[2]).map(|(s, p)| s[op] / p[op]).collect());
+                let ratio = median(speeds[c].iter().zip(&speeds[PEER]).map(|(s, p)| s[op] / p[op]).collect());
                 format!("{speed:.1} ({ratio:.2}x)")
             })
             .collect();
@@ -182,8 +185,11 @@ fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let only = std::env::args().skip_while(|a| a != "--only").nth(1);
     if let Some(only) = only {
-        let row: usize =
-            only.parse().ok().filter(|r| (1..=4).contains(r)).expect("--only takes a row, 1 to 4");
+        let row: usize = only
+            .parse()
+            .ok()
+            .filter(|r| (1..=CONTENDERS.len()).contains(r))
+            .expect("--only takes a row number");
         let n = if quick { 500_000 } else { 5_000_000 };
         println!("{n} keys: {:.1?} M ops/s", time_one(n, &mut *contender(row - 1, n)));
     } else if std::env::args().any(|a| a == "--throughput") {

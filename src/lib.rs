@@ -78,8 +78,8 @@
 //!   writers pause for the copy (not the I/O).
 //! * The only `unsafe` code is in `src/filter/current.rs` (following the table pointer,
 //!   freeing the tables on drop) and three hints in `src/primitive.rs`: the prefetch (used
-//!   by `contains_batch` and by inserts), the request for huge pages on Linux, and the release of a retired
-//!   table's pages; each block has its safety argument.
+//!   by `contains_batch` and by inserts), the request for huge pages on Linux, and the
+//!   release of a retired table's pages; each block has its safety argument.
 //!
 //! These claims are model-checked with loom (`tests/loom.rs`, including deliberately
 //! broken variants that loom must catch) and stress-tested (`tests/stress.rs`).

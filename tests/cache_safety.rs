@@ -210,9 +210,9 @@ fn keys_and_values_are_dropped_outside_the_lock() {
         thread::spawn(move || {
             // One shard, so that a call back from any key meets the lock it was dropped
             // under, if it was.
-            let cache = AdmissionCache::builder().capacity(16).admission(policy).shards(1).build().unwrap();
-            REENTER.with(|slot| *slot.borrow_mut() = Some(Arc::new(cache)));
-            let cache = REENTER.with(|slot| slot.borrow().clone()).unwrap();
+            let cache =
+                Arc::new(AdmissionCache::builder().capacity(16).admission(policy).shards(1).build().unwrap());
+            REENTER.with(|slot| *slot.borrow_mut() = Some(Arc::clone(&cache)));
             for id in 1..=200 {
                 // Admitted or refused, then an update (the offered key is dropped), and
                 // evictions all along.

@@ -30,19 +30,17 @@ pub(crate) struct Shard<K, V> {
 
 /// What an insert leaves to drop once the lock is released.
 pub(crate) struct Leftovers<K, V> {
-    /// The value an update replaced.
-    pub(crate) replaced: Option<V>,
-    /// The key an update was offered (the entry keeps the key it has).
-    pub(crate) unused_key: Option<K>,
-    /// The entry offered, when it was not stored; or the entry an update removed.
-    pub(crate) refused: Option<(K, V)>,
+    /// A key and value the shard does not keep: those offered, when they were not
+    /// stored; on an update, the key offered (the entry keeps its own) and the value
+    /// replaced.
+    pub(crate) unkept: Option<(K, V)>,
     /// Entries evicted to make room.
     pub(crate) evicted: Evicted<K, V>,
 }
 
 impl<K, V> Leftovers<K, V> {
     pub(crate) fn new() -> Self {
-        Leftovers { replaced: None, unused_key: None, refused: None, evicted: Evicted::new() }
+        Leftovers { unkept: None, evicted: Evicted::new() }
     }
 }
 
@@ -110,14 +108,13 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 // its owner has replaced.
                 let old = self.store.remove(index);
                 out.evicted.push((old.key, old.value));
-                out.refused = Some((key, value));
+                out.unkept = Some((key, value));
                 self.counters.rejected += 1;
                 (Admission::TooHeavy, None)
             }
             Some(index) => {
                 let entry = self.store.entry_mut(index);
-                out.replaced = Some(std::mem::replace(&mut entry.value, value));
-                out.unused_key = Some(key);
+                out.unkept = Some((key, std::mem::replace(&mut entry.value, value)));
                 let reweighed = entry.weight != weight;
                 match self.policy.kind {
                     AdmissionPolicy::Always => self.store.requeue(index, Queue::Main),
@@ -129,7 +126,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 (Admission::Updated, Some(index))
             }
             None if too_heavy => {
-                out.refused = Some((key, value));
+                out.unkept = Some((key, value));
                 self.counters.rejected += 1;
                 (Admission::TooHeavy, None)
             }
@@ -140,7 +137,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                     (Admission::Admitted, Some(index))
                 }
                 None => {
-                    out.refused = Some((key, value));
+                    out.unkept = Some((key, value));
                     self.counters.rejected += 1;
                     (Admission::Rejected, None)
                 }
