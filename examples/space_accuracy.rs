@@ -1,10 +1,13 @@
 //! Space and accuracy against the peers: bits per item and measured false-positive rate
-//! for ε ∈ {1%, 0.1%, 0.01%} and n ∈ {1M, 3M, 10M}, every filter filled with exactly n keys.
+//! for ε ∈ {1%, 0.1%, 0.01%} and n ∈ {1M, 5M, 10M}, every filter filled with exactly n keys.
 //!
 //! ```text
-//! cargo run --release --example space_accuracy             # about 2 minutes
+//! cargo run --release --example space_accuracy             # about 3 minutes
 //! cargo run --release --example space_accuracy -- --quick  # n = 1M only
 //! ```
+//!
+//! cuckoo-gate runs fixed-size in both layouts: buckets of 4 (the default layout) and
+//! windows of 2.
 //!
 //! Peers: `atomic-cuckoo-filter` 0.3 at the smallest fingerprint size it offers (4, 8, 16
 //! or 32 bits) whose rate `8 / 2^f` meets ε; `fastbloom` 0.17's `AtomicBloomFilter` sized
@@ -13,7 +16,7 @@
 //! are counted over 2M keys never inserted.
 
 use ahash::AHasher;
-use cuckoo_gate::CuckooFilter;
+use cuckoo_gate::{CuckooFilter, Layout};
 
 mod common;
 use common::key;
@@ -39,21 +42,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sizes: &[u64] = if std::env::args().any(|a| a == "--quick") {
         &[1_000_000]
     } else {
-        &[1_000_000, 3_000_000, 10_000_000]
+        &[1_000_000, 5_000_000, 10_000_000]
     };
     println!("| target ε | n | filter | bits/item | measured FPR | FPR / ε |");
     println!("|---|---|---|---|---|---|");
     for &n in sizes {
         for eps in [0.01, 0.001, 0.0001] {
-            let ours = CuckooFilter::builder()
-                .capacity(n as usize)
-                .max_capacity(n as usize)
-                .false_positive_rate(eps)
-                .seed(1)
-                .build()?;
-            (0..n).try_for_each(|i| ours.insert(&key(i)))?;
-            row(Some(eps), n, "cuckoo-gate", measure(n, ours.memory_usage(), |k| ours.contains(&k)));
-            drop(ours);
+            for (name, layout) in [("cuckoo-gate", Layout::Buckets), ("cuckoo-gate windows", Layout::Windows)]
+            {
+                let ours = CuckooFilter::builder()
+                    .capacity(n as usize)
+                    .max_capacity(n as usize)
+                    .false_positive_rate(eps)
+                    .layout(layout)
+                    .seed(1)
+                    .build()?;
+                (0..n).try_for_each(|i| ours.insert(&key(i)))?;
+                row(Some(eps), n, name, measure(n, ours.memory_usage(), |k| ours.contains(&k)));
+            }
 
             let bits =
                 [4usize, 8, 16, 32].into_iter().find(|&f| 8.0 / (1u64 << f) as f64 <= eps).unwrap_or(32);

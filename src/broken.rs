@@ -6,7 +6,7 @@
 //! all `false` in a real build (so the compiler drops the broken paths), and the broken
 //! steps that need more than a skipped check live here.
 
-use crate::filter::{Frozen, Hop, Locked, Table, Word};
+use crate::filter::{Frozen, Hop, Locked, Shape, Table};
 
 /// A reader trusts its optimistic loads without re-checking the stripe stamps.
 pub(crate) const SKIP_VALIDATION: bool = cfg!(cuckoo_gate_broken = "skip_validation");
@@ -27,9 +27,9 @@ pub(crate) const DOUBLE_ROTATION: bool = cfg!(cuckoo_gate_broken = "double_rotat
 
 /// [`SPLIT_MOVE`]: moves `hop`'s entry to slot `free` of `to` (lane value `moved`) in two
 /// lock holds, so a reader between them finds the entry in neither bucket.
-pub(crate) fn split_move<W: Word>(
-    table: &Table<W>,
-    locked: Locked<'_, W>,
+pub(crate) fn split_move<S: Shape>(
+    table: &Table<S>,
+    locked: Locked<'_, S>,
     hop: &Hop,
     to: usize,
     free: usize,
@@ -42,14 +42,17 @@ pub(crate) fn split_move<W: Word>(
     Ok(())
 }
 
+/// The guard and the two buckets as [`relock`] reads them again.
+type Relocked<'a, S> = (Locked<'a, S>, <S as Shape>::Word, <S as Shape>::Word);
+
 /// [`SPLIT_UNIQUE`]: lets go of the locks between `insert_unique`'s check and its insert,
 /// and takes them again, with the buckets as they are now.
-pub(crate) fn relock<'a, W: Word>(
-    table: &'a Table<W>,
-    locked: Locked<'a, W>,
+pub(crate) fn relock<'a, S: Shape>(
+    table: &'a Table<S>,
+    locked: Locked<'a, S>,
     i1: usize,
     i2: usize,
-) -> Result<(Locked<'a, W>, W, W), Frozen> {
+) -> Result<Relocked<'a, S>, Frozen> {
     drop(locked);
     let locked = table.lock_pair(i1, i2)?;
     let (b1, b2) = (locked.bucket(i1), locked.bucket(i2));

@@ -70,6 +70,14 @@ pub enum BuildError {
         /// The most this false-positive rate allows.
         most: u32,
     },
+    /// A windowed filter ([`Layout::Windows`](crate::Layout::Windows)) was given a maximum
+    /// capacity above its capacity: windowed filters are fixed-size.
+    WindowsCannotGrow {
+        /// The capacity given.
+        capacity: usize,
+        /// The maximum capacity given.
+        max_capacity: usize,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -114,6 +122,11 @@ impl fmt::Display for BuildError {
                 f,
                 "growing to max_capacity takes {doublings} doublings but at most {most} fit in a slot at this false-positive rate; \
                  raise .capacity(n), lower .max_capacity(n) or raise .false_positive_rate(e)"
+            ),
+            BuildError::WindowsCannotGrow { capacity, max_capacity } => write!(
+                f,
+                "a windowed filter cannot grow, but max_capacity {max_capacity} is above capacity {capacity}; \
+                 size it with .capacity({max_capacity}), or use Layout::Buckets to grow"
             ),
             BuildError::EstimatedEntriesRequired => write!(
                 f,

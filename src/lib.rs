@@ -137,5 +137,5 @@ pub use snapshot::SnapshotError;
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 pub use filter::{
-    CuckooFilter, FilterBuilder, FilterStats, BATCH, DEFAULT_DOUBLINGS, DEFAULT_FALSE_POSITIVE_RATE,
+    CuckooFilter, FilterBuilder, FilterStats, Layout, BATCH, DEFAULT_DOUBLINGS, DEFAULT_FALSE_POSITIVE_RATE,
 };

@@ -1,14 +1,14 @@
 //! Snapshots: the byte format shared by [`CuckooFilter::snapshot`] and
 //! [`SeenBefore::snapshot`], and the checked reader and writer that produce it.
 //!
-//! # Format (version 2)
+//! # Format (version 3)
 //!
 //! Every integer is little-endian. A snapshot starts with a 12-byte header:
 //!
 //! | bytes | field |
 //! |---|---|
 //! | 8 | magic `CKOOGATE` |
-//! | 2 | format version, 1 |
+//! | 2 | format version, 3 (2 is read too) |
 //! | 2 | kind: 1 = `CuckooFilter`, 2 = `SeenBefore` |
 //!
 //! A **filter** snapshot continues with:
@@ -22,8 +22,8 @@
 //! | 1 | fingerprint bits `f` |
 //! | 1 | extension bits `E` (doublings allowed when built) |
 //! | 1 | level `L` (doublings done) |
-//! | 1 | reserved, 0 |
-//! | 8 | buckets when built, `B0` (the table has `B0 * 2^L`) |
+//! | 1 | layout: 0 = buckets of 4, 1 = windows of 2 (version 2: always 0) |
+//! | 8 | buckets (windows) when built, `B0` (the table has `B0 * 2^L`) |
 //! | 8 | stripes set in the builder, 0 for the default |
 //! | 8 | stripes of the table |
 //! | 8 | stored fingerprints |
@@ -31,7 +31,7 @@
 //! | 8 | relocations so far |
 //! | 8 | failed inserts so far |
 //! | 8 | word count `W` |
-//! | 8 W | the table's words: bucket `i` is bits `[i * 4s, (i + 1) * 4s)`, `s = f + E - L + 1` (spent extension bits are not stored), of the little-endian bit string they form, followed by two zero words |
+//! | 8 W | the table's words: slot `j` is bits `[j * s, (j + 1) * s)` of the little-endian bit string they form, `s = f + E - L + 1` for buckets (spent extension bits are not stored), `f + 2` for windows; followed by two zero words |
 //! | 4 | CRC-32 (IEEE) of every byte before it, header included |
 //!
 //! A **gate** snapshot continues with the gate's capacity (8), recordings in the current
@@ -59,10 +59,13 @@ use std::io::{self, Read, Write};
 /// First bytes of every snapshot.
 pub const MAGIC: [u8; 8] = *b"CKOOGATE";
 
-/// The format version written, and the only one read. Version 2 stores a grown filter's
-/// slots without the extension bits its doublings spent; version 1 (which kept them) is
-/// not read.
-pub const VERSION: u16 = 2;
+/// The format version written. Version 3 adds the layout byte (windowed filters); version
+/// 2, where that byte is always 0, is read too. Version 1 (which kept a grown filter's
+/// spent extension bits) is not read.
+pub const VERSION: u16 = 3;
+
+/// The oldest format version read.
+pub const OLDEST_VERSION: u16 = 2;
 
 /// The key whose hash a filter snapshot records, to check the hasher on restore.
 pub const HASH_CHECK_KEY: u64 = 0x5EED_C0DE_CAFE_F00D;
@@ -153,7 +156,7 @@ impl fmt::Display for SnapshotError {
             SnapshotError::BadMagic => f.write_str("not a cuckoo-gate snapshot (wrong magic bytes)"),
             SnapshotError::UnsupportedVersion { found, supported } => write!(
                 f,
-                "snapshot format version {found}, but this build reads version {supported}; restore it with the version of cuckoo-gate that wrote it"
+                "snapshot format version {found}, but this build reads versions {OLDEST_VERSION} to {supported}; restore it with the version of cuckoo-gate that wrote it"
             ),
             SnapshotError::WrongKind { found, expected } => {
                 write!(f, "the snapshot holds a {found}; restore it with {found}::restore, not as a {expected}")
@@ -276,17 +279,24 @@ impl<W: Write + ?Sized> Write for Encoder<'_, W> {
 pub(crate) struct Decoder<'a, R: Read + ?Sized> {
     inner: &'a mut R,
     crc: crc32fast::Hasher,
+    version: u16,
 }
 
 impl<'a, R: Read + ?Sized> Decoder<'a, R> {
+    /// The format version of the snapshot being read.
+    pub(crate) fn version(&self) -> u16 {
+        self.version
+    }
+
     /// Starts reading a snapshot of `kind`: checks the header.
     pub(crate) fn new(inner: &'a mut R, kind: Kind) -> Result<Self, SnapshotError> {
-        let mut decoder = Decoder { inner, crc: crc32fast::Hasher::new() };
+        let mut decoder = Decoder { inner, crc: crc32fast::Hasher::new(), version: VERSION };
         if decoder.array::<8>()? != MAGIC {
             return Err(SnapshotError::BadMagic);
         }
         let version = decoder.u16()?;
-        if version != VERSION {
+        decoder.version = version;
+        if !(OLDEST_VERSION..=VERSION).contains(&version) {
             return Err(SnapshotError::UnsupportedVersion { found: version, supported: VERSION });
         }
         let found = decoder.u16()?;

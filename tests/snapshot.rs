@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use cuckoo_gate::{CuckooFilter, SeenBefore, SnapshotError};
+use cuckoo_gate::{CuckooFilter, Layout, SeenBefore, SnapshotError};
 use proptest::prelude::*;
 
 fn snapshot(filter: &CuckooFilter) -> Vec<u8> {
@@ -41,6 +41,7 @@ fn reseal(bytes: &mut [u8]) {
 // Offsets of filter snapshot fields (see the format table in the `snapshot` module).
 const HASH_CHECK: usize = 24;
 const FINGERPRINT_BITS: usize = 40;
+const LAYOUT: usize = 43;
 const ITEMS: usize = 68;
 const WORD_COUNT: usize = 100;
 const WORDS: usize = 108;
@@ -65,11 +66,15 @@ proptest! {
         seed in any::<u64>(),
         growth in 0u32..4,
         eps in prop::sample::select(vec![0.1, 0.01, 0.001, 1e-6]),
+        windows in any::<bool>(),
     ) {
+        // Windowed filters are fixed-size.
+        let (layout, growth) = if windows { (Layout::Windows, 0) } else { (Layout::Buckets, growth) };
         let filter = CuckooFilter::builder()
             .capacity(32)
             .max_capacity(32 << growth)
             .false_positive_rate(eps)
+            .layout(layout)
             .seed(seed)
             .build()
             .unwrap();
@@ -170,8 +175,8 @@ fn each_kind_of_bad_input_gets_its_own_error() {
 
     assert!(matches!(restore(b"GIF89a......................"), SnapshotError::BadMagic));
     let mut future = bytes.clone();
-    future[8] = 3;
-    assert!(matches!(restore(&future), SnapshotError::UnsupportedVersion { found: 3, supported: 2 }));
+    future[8] = 4;
+    assert!(matches!(restore(&future), SnapshotError::UnsupportedVersion { found: 4, supported: 3 }));
     let gate = gate_snapshot(&SeenBefore::builder().capacity(4).build().unwrap());
     assert!(matches!(restore(&gate), SnapshotError::WrongKind { found: "SeenBefore", .. }));
     assert!(matches!(
@@ -207,6 +212,72 @@ fn each_kind_of_bad_input_gets_its_own_error() {
     let failing = std::io::Error::other("disk on fire");
     let mut reader = std::io::Read::chain(&bytes[..20], FailingReader(Some(failing)));
     assert!(matches!(CuckooFilter::restore(&mut reader), Err(SnapshotError::Io(_))));
+}
+
+/// Version 2 snapshots (before windowed filters: the layout byte was reserved, 0) still
+/// restore, and a version 2 snapshot cannot claim the windowed layout.
+#[test]
+fn version_2_snapshots_restore() {
+    let filter = grown_filter();
+    let mut bytes = snapshot(&filter);
+    assert_eq!((bytes[8], bytes[LAYOUT]), (3, 0));
+    bytes[8] = 2;
+    reseal(&mut bytes);
+    let restored = CuckooFilter::restore(&mut bytes.as_slice()).unwrap();
+    assert_eq!(restored.stats(), filter.stats());
+    assert!((0..28u64).all(|k| restored.contains(&k)));
+    bytes[LAYOUT] = 1;
+    reseal(&mut bytes);
+    assert!(matches!(CuckooFilter::restore(&mut bytes.as_slice()), Err(SnapshotError::Inconsistent { .. })));
+}
+
+/// A windowed snapshot records its layout, and restoring refuses an unknown layout, a
+/// window count that is not whole groups, and an entry whose offset names a window that
+/// does not exist (the last slot of a group starts none).
+#[test]
+fn windowed_snapshots_are_checked() {
+    let filter = CuckooFilter::builder()
+        .capacity(100)
+        .false_positive_rate(0.01)
+        .layout(Layout::Windows)
+        .seed(5)
+        .build()
+        .unwrap();
+    (0..90u64).try_for_each(|k| filter.insert(&k)).unwrap();
+    let bytes = snapshot(&filter);
+    assert_eq!(bytes[LAYOUT], 1);
+    let restored = CuckooFilter::restore(&mut bytes.as_slice()).unwrap();
+    assert_eq!((restored.layout(), restored.stats()), (Layout::Windows, filter.stats()));
+    assert!((0..90u64).all(|k| restored.contains(&k)));
+    let restore = |bytes: &[u8]| CuckooFilter::restore(&mut &bytes[..]).unwrap_err();
+
+    let mut unknown = bytes.clone();
+    unknown[LAYOUT] = 2;
+    reseal(&mut unknown);
+    assert!(matches!(restore(&unknown), SnapshotError::Inconsistent { detail: "unknown layout" }));
+    let mut partial_group = bytes.clone();
+    partial_group[FINGERPRINT_BITS + 4] += 1; // 127 windows: not whole groups of 63
+    reseal(&mut partial_group);
+    assert!(matches!(restore(&partial_group), SnapshotError::Inconsistent { .. }));
+
+    // Slot 63 (the last of the first group) with offset 0 would start a window there.
+    let slot_bits = filter.stats().slot_bits as usize;
+    let (bit, fingerprint) = (63 * slot_bits, 5u64 << 2);
+    let mut stray = bytes.clone();
+    let mut words: Vec<u64> =
+        stray[WORDS..stray.len() - 4].chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+    let mask = (1u128 << slot_bits) - 1;
+    let pair = (words[bit / 64] as u128 | (words[bit / 64 + 1] as u128) << 64) & !(mask << (bit % 64));
+    let pair = pair | (fingerprint as u128) << (bit % 64);
+    (words[bit / 64], words[bit / 64 + 1]) = (pair as u64, (pair >> 64) as u64);
+    for (chunk, word) in stray[WORDS..].chunks_mut(8).zip(&words) {
+        chunk.copy_from_slice(&word.to_le_bytes());
+    }
+    reseal(&mut stray);
+    assert!(matches!(
+        restore(&stray),
+        SnapshotError::Inconsistent { detail: "an entry that cannot sit in its bucket" }
+    ));
 }
 
 /// Bits in the padding after the last bucket are refused, also where the buckets end on a

@@ -14,7 +14,7 @@
 //! fresh generation. A ghost is a hint (a false answer only sends one key to the other
 //! queue), so the false positive rate, at most 8 / 2^16 per generation, needs no knob.
 
-use crate::filter::{Lanes, SLOTS};
+use crate::filter::{Buckets, Lanes, SLOTS};
 #[cfg(feature = "metrics")]
 use crate::gate::GateStats;
 use crate::primitive::prefetch;
@@ -192,7 +192,7 @@ impl Ghosts {
 /// The filter's bit-parallel bucket search, for 16-bit slots (its masks fold to
 /// constants).
 #[inline(always)]
-fn lanes() -> Lanes<u64> {
+fn lanes() -> Lanes<Buckets<u64>> {
     Lanes::new(FINGERPRINT_BITS)
 }
 

@@ -1,8 +1,12 @@
-//! Bit-parallel search of one bucket.
+//! Bit-parallel search of one bucket, and the two shapes a bucket takes.
 //!
-//! A bucket is [`SLOTS`] slots of `slot_bits` bits each, held in the low bits of a
-//! [`Word`] (the table reads it out of the packed words, see `table.rs`). Slot value 0
-//! means empty. To find every slot equal to `v`, XOR the bucket with `v` repeated in
+//! A bucket is the run of consecutive slots a key may occupy: [`Shape::SLOTS`] slots of
+//! `slot_bits` bits each, held in the low bits of a [`Word`] (the table reads it out of
+//! the packed words, see `table.rs`). In the classic layout ([`Buckets`]) buckets are 4
+//! disjoint slots; in the windowed layout ([`Windows`], Schmitz et al. section 3.2) they
+//! are windows of 2 slots that overlap their neighbours, so an entry also stores its
+//! offset in its window (see `hash.rs`). Slot value 0 means empty. To find every slot
+//! equal to `v` (plus the lane's offset, in a window), XOR the bucket with `v` repeated in
 //! every lane and look for zero lanes:
 //!
 //! ```text
@@ -20,10 +24,76 @@
 //! common case), `u128` for wider slots, so the common case pays no 128-bit arithmetic.
 
 use std::fmt::Debug;
+use std::marker::PhantomData;
 use std::ops::{Add, BitAnd, BitOr, BitXor, Not, Shl, Shr};
 
-/// Slots per bucket (the "4" of a (2,4) cuckoo filter).
+/// Slots per bucket of the classic layout (the "4" of a (2,4) cuckoo filter).
 pub(crate) const SLOTS: usize = 4;
+
+/// Slots per stripe group: 64 slots of `s` bits are exactly `s` words, so a group never
+/// shares a word with another (see `table.rs`).
+pub(crate) const GROUP_SLOTS: usize = 64;
+
+/// How a table arranges its slots into buckets.
+pub(crate) trait Shape: Copy + Debug + Send + Sync + 'static {
+    /// The integer a bucket is read into.
+    type Word: Word;
+    /// Slots per bucket.
+    const SLOTS: usize;
+    /// Whether buckets overlap (windows): an entry then stores its offset in its bucket.
+    const WINDOWED: bool;
+    /// Buckets per group of [`GROUP_SLOTS`] slots; no bucket spans two groups.
+    const PER_GROUP: usize;
+    /// The first slot of bucket `bucket`.
+    fn first_slot(bucket: usize) -> usize;
+}
+
+/// Disjoint buckets of [`SLOTS`] slots, read into `W`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Buckets<W>(PhantomData<W>);
+
+impl<W: Word> Shape for Buckets<W> {
+    type Word = W;
+    const SLOTS: usize = SLOTS;
+    const WINDOWED: bool = false;
+    const PER_GROUP: usize = GROUP_SLOTS / SLOTS;
+    #[inline]
+    fn first_slot(bucket: usize) -> usize {
+        bucket * SLOTS
+    }
+}
+
+/// Windows of 2 slots, one starting at every slot but the last of each group (so that no
+/// window spans two groups, or two stripes).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Windows;
+
+impl Shape for Windows {
+    type Word = u64;
+    const SLOTS: usize = 2;
+    const WINDOWED: bool = true;
+    const PER_GROUP: usize = GROUP_SLOTS - 1;
+    #[inline]
+    fn first_slot(bucket: usize) -> usize {
+        bucket + bucket / Self::PER_GROUP
+    }
+}
+
+impl Windows {
+    /// The window an entry in slot `slot` with offset `offset` belongs to, if that window
+    /// exists among the first `windows`.
+    pub(crate) fn window_of(slot: usize, offset: usize, windows: usize) -> Option<usize> {
+        let start = slot.checked_sub(offset)?;
+        let window = start - start / GROUP_SLOTS;
+        (start % GROUP_SLOTS != GROUP_SLOTS - 1 && window < windows).then_some(window)
+    }
+
+    /// Slots that `windows` windows cover (`usize::MAX` if that overflows).
+    pub(crate) fn slots(windows: usize) -> usize {
+        let last = windows - 1;
+        last.saturating_add(last / Self::PER_GROUP).saturating_add(2)
+    }
+}
 
 /// An unsigned integer that holds one bucket.
 pub(crate) trait Word:
@@ -112,36 +182,53 @@ impl Word for u128 {
     }
 }
 
-/// Precomputed masks for one slot width.
+/// Precomputed masks for one slot width and bucket shape.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Lanes<W> {
+pub(crate) struct Lanes<S: Shape> {
     slot_bits: u32,
+    /// Each lane's offset bit, set in the lanes past the first (windows only).
+    offsets: S::Word,
     /// The highest bit of every lane.
-    highs: W,
+    highs: S::Word,
     /// Every bit of every lane but the highest.
-    lows: W,
-    /// All `SLOTS * slot_bits` bucket bits.
-    bucket_mask: W,
+    lows: S::Word,
+    /// All `S::SLOTS * slot_bits` bucket bits.
+    bucket_mask: S::Word,
     /// All bits of one slot.
     slot_mask: u64,
     /// See [`BitMask`]'s field of the same name.
     lane_of: u32,
 }
 
-impl<W: Word> Lanes<W> {
-    /// Masks for slots of `slot_bits` bits; `2 <= slot_bits` and `4 * slot_bits <= W::BITS`.
+impl<S: Shape> Lanes<S> {
+    /// Masks for slots of `slot_bits` bits; `2 <= slot_bits` and `S::SLOTS * slot_bits <=
+    /// S::Word::BITS`.
     pub(crate) fn new(slot_bits: u32) -> Self {
-        debug_assert!(slot_bits >= 2 && SLOTS as u32 * slot_bits <= W::BITS);
+        type W<S> = <S as Shape>::Word;
+        debug_assert!(slot_bits >= 2 && S::SLOTS as u32 * slot_bits <= W::<S>::BITS);
         let slot_mask = (1u64 << slot_bits) - 1;
-        let mut ones = W::ZERO;
-        for lane in 0..SLOTS as u32 {
-            ones = ones | W::from_u64(1) << (lane * slot_bits);
+        let (mut ones, mut offsets) = (W::<S>::ZERO, W::<S>::ZERO);
+        for lane in 0..S::SLOTS as u32 {
+            ones = ones | W::<S>::from_u64(1) << (lane * slot_bits);
+            offsets = offsets | W::<S>::from_u64(Self::offset(lane as usize)) << (lane * slot_bits);
         }
         let highs = ones << (slot_bits - 1);
-        let bucket_bits = SLOTS as u32 * slot_bits;
-        let bucket_mask = if bucket_bits == W::BITS { !W::ZERO } else { !(!W::ZERO << bucket_bits) };
+        let bucket_bits = S::SLOTS as u32 * slot_bits;
+        let bucket_mask =
+            if bucket_bits == W::<S>::BITS { !W::<S>::ZERO } else { !(!W::<S>::ZERO << bucket_bits) };
         let lane_of = (1u32 << 16).div_ceil(slot_bits);
-        Lanes { slot_bits, highs, lows: bucket_mask & !highs, bucket_mask, slot_mask, lane_of }
+        Lanes { slot_bits, offsets, highs, lows: bucket_mask & !highs, bucket_mask, slot_mask, lane_of }
+    }
+
+    /// What lane `lane` adds to an entry's value: its offset in a window, nothing in a
+    /// bucket.
+    #[inline]
+    pub(crate) fn offset(lane: usize) -> u64 {
+        if S::WINDOWED {
+            lane as u64
+        } else {
+            0
+        }
     }
 
     /// Bits per slot.
@@ -151,11 +238,11 @@ impl<W: Word> Lanes<W> {
 
     /// Bits per bucket.
     pub(crate) fn bucket_bits(&self) -> u32 {
-        self.slot_bits * SLOTS as u32
+        self.slot_bits * S::SLOTS as u32
     }
 
     /// Mask of the bucket's bits within a word.
-    pub(crate) fn bucket_mask(&self) -> W {
+    pub(crate) fn bucket_mask(&self) -> S::Word {
         self.bucket_mask
     }
 
@@ -165,44 +252,48 @@ impl<W: Word> Lanes<W> {
         self.slot_mask
     }
 
-    /// `value` in every lane (a shift-or ladder: no wide multiply).
+    /// `value` in every lane, plus each lane's offset (a shift-or ladder: no wide
+    /// multiply).
     #[inline]
-    pub(crate) fn repeat(&self, value: u64) -> W {
-        let v = W::from_u64(value);
+    pub(crate) fn repeat(&self, value: u64) -> S::Word {
+        let v = S::Word::from_u64(value);
         let two = v | v << self.slot_bits;
-        two | two << (2 * self.slot_bits)
+        match S::SLOTS {
+            2 => two | self.offsets,
+            _ => two | two << (2 * self.slot_bits) | self.offsets,
+        }
     }
 
-    /// Lanes of `bucket` equal to `value`.
+    /// Lanes of `bucket` holding `value` (with the lane's offset added).
     #[inline]
-    pub(crate) fn matches(&self, bucket: W, value: u64) -> BitMask<W> {
+    pub(crate) fn matches(&self, bucket: S::Word, value: u64) -> BitMask<S::Word> {
         self.zero_lanes(bucket ^ self.repeat(value))
     }
 
     /// Empty lanes of `bucket`.
     #[inline]
-    pub(crate) fn empties(&self, bucket: W) -> BitMask<W> {
+    pub(crate) fn empties(&self, bucket: S::Word) -> BitMask<S::Word> {
         self.zero_lanes(bucket)
     }
 
     #[inline]
-    fn zero_lanes(&self, x: W) -> BitMask<W> {
+    fn zero_lanes(&self, x: S::Word) -> BitMask<S::Word> {
         BitMask { bits: !(((x & self.lows) + self.lows) | x) & self.highs, lane_of: self.lane_of }
     }
 
     /// The value held in `lane`.
     #[inline]
-    pub(crate) fn lane(&self, bucket: W, lane: usize) -> u64 {
+    pub(crate) fn lane(&self, bucket: S::Word, lane: usize) -> u64 {
         (bucket >> (lane as u32 * self.slot_bits)).low_u64() & self.slot_mask
     }
 
-    /// The reference: lanes equal to `value`, one at a time.
+    /// The reference: lanes holding `value` (plus the lane's offset), one at a time.
     #[cfg(test)]
-    pub(crate) fn matches_scalar(&self, bucket: W, value: u64) -> BitMask<W> {
-        let mut bits = W::ZERO;
-        for lane in 0..SLOTS {
-            if self.lane(bucket, lane) == value {
-                bits = bits | W::from_u64(1) << (lane as u32 * self.slot_bits + self.slot_bits - 1);
+    pub(crate) fn matches_scalar(&self, bucket: S::Word, value: u64) -> BitMask<S::Word> {
+        let mut bits = S::Word::ZERO;
+        for lane in 0..S::SLOTS {
+            if self.lane(bucket, lane) == value | Self::offset(lane) {
+                bits = bits | S::Word::from_u64(1) << (lane as u32 * self.slot_bits + self.slot_bits - 1);
             }
         }
         BitMask { bits, lane_of: self.lane_of }
@@ -257,17 +348,17 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn pack<W: Word>(lanes: &Lanes<W>, values: [u64; SLOTS]) -> W {
-        values.iter().enumerate().fold(W::ZERO, |b, (i, &v)| {
-            b | W::from_u64(v & lanes.slot_mask()) << (i as u32 * lanes.slot_bits())
+    fn pack<S: Shape>(lanes: &Lanes<S>, values: &[u64]) -> S::Word {
+        values.iter().enumerate().fold(S::Word::ZERO, |b, (i, &v)| {
+            b | S::Word::from_u64(v & lanes.slot_mask()) << (i as u32 * lanes.slot_bits())
         })
     }
 
     fn finds_each_lane<W: Word>(max_bits: u32) {
         for bits in 2..=max_bits {
-            let lanes = Lanes::<W>::new(bits);
+            let lanes = Lanes::<Buckets<W>>::new(bits);
             let top = lanes.slot_mask();
-            let bucket = pack(&lanes, [0, top, 1, top]);
+            let bucket = pack(&lanes, &[0, top, 1, top]);
             assert_eq!(lanes.matches(bucket, top).count(), 2, "bits {bits}");
             assert_eq!(lanes.matches(bucket, top).lowest(), Some(1));
             assert_eq!(lanes.empties(bucket).lowest(), Some(0));
@@ -283,15 +374,49 @@ mod tests {
         finds_each_lane::<u128>(32);
     }
 
+    #[test]
+    fn a_window_lane_matches_only_with_its_offset() {
+        for bits in 3..=32 {
+            let lanes = Lanes::<Windows>::new(bits);
+            // Lane 0 holds value 6 at offset 0, lane 1 holds 6 | 1: both are the entry 6.
+            assert_eq!(lanes.matches(pack(&lanes, &[6, 7]), 6).count(), 2, "bits {bits}");
+            // 6 in lane 1 is an entry of the next window (offset 0 there), not a match.
+            assert_eq!(lanes.matches(pack(&lanes, &[0, 6]), 6).count(), 0);
+            assert_eq!(lanes.matches(pack(&lanes, &[0, 7]), 6).lowest(), Some(1));
+            assert_eq!(lanes.empties(pack(&lanes, &[0, 7])).lowest(), Some(0));
+        }
+    }
+
+    #[test]
+    fn windows_tile_each_group_without_crossing_it() {
+        let windows = 3 * Windows::PER_GROUP + 5;
+        let mut covered = vec![0; Windows::slots(windows)];
+        for w in 0..windows {
+            let first = Windows::first_slot(w);
+            assert_eq!(first / GROUP_SLOTS, (first + 1) / GROUP_SLOTS, "window {w} spans two groups");
+            assert_eq!(w / Windows::PER_GROUP, first / GROUP_SLOTS);
+            for offset in 0..2 {
+                covered[first + offset] += 1;
+                assert_eq!(Windows::window_of(first + offset, offset, windows), Some(w));
+            }
+        }
+        assert!(covered.iter().all(|&c| c >= 1));
+        assert_eq!(Windows::window_of(GROUP_SLOTS - 1, 0, windows), None);
+        assert_eq!(Windows::window_of(GROUP_SLOTS, 1, windows), None);
+        assert_eq!(Windows::window_of(0, 1, windows), None);
+        assert_eq!(Windows::window_of(Windows::slots(windows) - 1, 0, windows), None);
+    }
+
     /// `lowest` divides by the slot width with a multiply: check every width and every
     /// non-empty set of lanes against the plain division.
     fn lowest_is_exact<W: Word>(max_bits: u32) {
         for bits in 2..=max_bits {
-            let lanes = Lanes::<W>::new(bits);
+            let lanes = Lanes::<Buckets<W>>::new(bits);
             for set in 1u32..1 << SLOTS {
-                let values = std::array::from_fn(|lane| if set >> lane & 1 == 1 { 1 } else { 2 });
+                let values: Vec<u64> =
+                    (0..SLOTS).map(|lane| if set >> lane & 1 == 1 { 1 } else { 2 }).collect();
                 let expected = set.trailing_zeros() as usize;
-                assert_eq!(lanes.matches(pack(&lanes, values), 1).lowest(), Some(expected), "bits {bits}");
+                assert_eq!(lanes.matches(pack(&lanes, &values), 1).lowest(), Some(expected), "bits {bits}");
             }
         }
     }
@@ -305,27 +430,36 @@ mod tests {
     #[test]
     fn no_borrow_false_match_above_a_true_match() {
         // The short trick would flag lane 1 here: lane 0 matches, lane 1 differs by one.
-        let lanes = Lanes::<u64>::new(12);
-        let bucket = pack(&lanes, [5, 4, 0, 0]);
+        let lanes = Lanes::<Buckets<u64>>::new(12);
+        let bucket = pack(&lanes, &[5, 4, 0, 0]);
         assert_eq!(lanes.matches(bucket, 5).count(), 1);
+    }
+
+    fn check<S: Shape>(bits: u32, raw: &[u64], pick: usize, other: u64) -> Result<(), TestCaseError> {
+        let lanes = Lanes::<S>::new(bits);
+        let raw = &raw[..S::SLOTS];
+        let bucket = pack(&lanes, raw);
+        // A value without the offset bit, as lookups search for (windows: even values).
+        let base = |v: u64| v & lanes.slot_mask() & !Lanes::<S>::offset(1);
+        let value = if pick < S::SLOTS { base(raw[pick]) } else { base(other) };
+        prop_assert_eq!(lanes.matches(bucket, value), lanes.matches_scalar(bucket, value));
+        let listed: Vec<usize> = lanes.matches(bucket, value).lanes().collect();
+        let equal: Vec<usize> =
+            (0..S::SLOTS).filter(|&l| lanes.lane(bucket, l) == value | Lanes::<S>::offset(l)).collect();
+        prop_assert_eq!(listed, equal);
+        prop_assert_eq!(
+            lanes.empties(bucket).lanes().collect::<Vec<_>>(),
+            (0..S::SLOTS).filter(|&l| lanes.lane(bucket, l) == 0).collect::<Vec<_>>()
+        );
+        Ok(())
     }
 
     proptest! {
         #[test]
         fn swar_equals_scalar(bits in 2u32..=32, raw in any::<[u64; SLOTS]>(), pick in 0usize..5, other in any::<u64>()) {
-            fn check<W: Word>(bits: u32, raw: [u64; SLOTS], pick: usize, other: u64) -> Result<(), TestCaseError> {
-                let lanes = Lanes::<W>::new(bits);
-                let bucket = pack(&lanes, raw);
-                let value = if pick < SLOTS { raw[pick] & lanes.slot_mask() } else { other & lanes.slot_mask() };
-                prop_assert_eq!(lanes.matches(bucket, value), lanes.matches_scalar(bucket, value));
-                let listed: Vec<usize> = lanes.matches(bucket, value).lanes().collect();
-                let equal: Vec<usize> = (0..SLOTS).filter(|&l| lanes.lane(bucket, l) == value).collect();
-                prop_assert_eq!(listed, equal);
-                prop_assert_eq!(lanes.empties(bucket), lanes.matches_scalar(bucket, 0));
-                Ok(())
-            }
-            if bits <= 16 { check::<u64>(bits, raw, pick, other)?; }
-            check::<u128>(bits, raw, pick, other)?;
+            if bits <= 16 { check::<Buckets<u64>>(bits, &raw, pick, other)?; }
+            check::<Buckets<u128>>(bits, &raw, pick, other)?;
+            check::<Windows>(bits, &raw, pick, other)?;
         }
     }
 }

@@ -33,7 +33,7 @@
 //! lookup must.
 
 use super::stripe::Frozen;
-use super::{builder, table, AnyTable, CuckooFilter, SLOTS};
+use super::{builder, table, AnyTable, CuckooFilter};
 use crate::broken;
 use crate::error::InsertError;
 
@@ -65,9 +65,9 @@ impl CuckooFilter {
                 return Ok(None);
             }
             if geometry.doublings_left() == 0 {
-                return Err(InsertError::MaxCapacityReached { capacity: geometry.buckets() * SLOTS });
+                return Err(InsertError::MaxCapacityReached { capacity: geometry.slots() });
             }
-            let stripes = self.stripes.unwrap_or_else(|| builder::default_stripes(2 * geometry.buckets()));
+            let stripes = self.stripes.unwrap_or_else(|| builder::default_stripes(geometry.doubled()));
             let oom = || InsertError::OutOfMemory {
                 bytes: table::table_bytes(geometry.doubled(), stripes).unwrap_or(usize::MAX),
             };

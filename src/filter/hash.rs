@@ -38,12 +38,49 @@
 //! After `L` doublings an entry's two buckets agree in their low `L` bits, so the table
 //! is `2^L` independent cuckoo tables of `B0` buckets each, interleaved; each still
 //! reaches the usual ~96% load when `B0` is not tiny.
+//!
+//! # Windows
+//!
+//! In the windowed layout ([`Layout::Windows`], Schmitz et al. section 3.2) the `B`
+//! "buckets" are windows of 2 slots, and neighbouring windows share a slot. The placement
+//! above is unchanged (`i1`, `D`, the choice bit), but a slot no longer tells which window
+//! its entry belongs to, so the lane value gains an offset bit: `fp << 2 | choice << 1 |
+//! offset`, the entry's position in its window. A lookup compares each of a window's two
+//! lanes with its own offset, so a slot matches for one window only; over the four slots
+//! of its two windows it compares against each of the four (choice, offset) pairs once.
+//! Hence the false-positive rate is about `load / (2^f - 1)` with `f + 2` bits per slot,
+//! against `4 load / (2^f - 1)` with `f + 1` bits for buckets of 4: one bit less per slot
+//! at equal ε. Two windows of 2 reach a load of about 96.5% (Lehman and Panigrahy), close
+//! to the 98% of two buckets of 4, when the two windows are independent. A fixed distance
+//! `D(fp)` would map neighbouring windows (which share a slot) onto neighbouring windows
+//! for every key with the same fingerprint, a correlation that costs load, the more the
+//! shorter the fingerprint. So a windowed table is made of whole groups of 63 windows, and
+//! the second window of a key in window `63 g + r` is `63 (g + G) + (a r + b) mod 63`,
+//! with `G` in `[1, groups - 1]` and `b` drawn from the fingerprint, and `a` a unit modulo
+//! 63 (not ±1) drawn from it too, so that neighbours land apart and the map can be inverted. Windows cannot double by splitting (neighbouring
+//! entries would collide in a child window), so windowed filters are fixed-size.
 
-use super::bucket::SLOTS;
+use super::bucket::{Windows, SLOTS};
+
+/// How a filter arranges its slots; chosen with
+/// [`FilterBuilder::layout`](crate::FilterBuilder::layout).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Layout {
+    /// Two candidate buckets of 4 slots per key (the classic (2,4) cuckoo filter). The
+    /// default: it can double when full.
+    #[default]
+    Buckets,
+    /// Two candidate windows of 2 slots per key, overlapping their neighbours (Schmitz et
+    /// al., "Smaller and More Flexible Cuckoo Filters", section 3.2): about one bit per item
+    /// smaller at the same false-positive rate. Fixed-size: it never doubles.
+    Windows,
+}
 
 /// The filter's arithmetic: bucket count, fingerprint width and growth state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Geometry {
+    layout: Layout,
     base_buckets: usize,
     level: u32,
     extension_bits: u32,
@@ -57,29 +94,96 @@ pub(crate) struct Probe {
     pub(crate) i1: usize,
     /// Second bucket.
     pub(crate) i2: usize,
-    /// Lane value in the first bucket (choice bit 0); `v1 | 1` is the value in the second.
+    /// Lane value in the first bucket (choice bit 0, and offset 0 in a window).
     pub(crate) v1: u64,
+    /// Lane value in the second bucket (choice bit 1).
+    pub(crate) v2: u64,
     /// Extension bits not yet spent (the same in both buckets).
     pub(crate) ext: u64,
 }
 
-impl Probe {
-    /// Slot value in the second bucket.
+/// Widest slot: fingerprint, extension bits, choice bit (and offset bit) must fit in 32
+/// bits.
+pub(crate) const MAX_SLOT_BITS: u32 = 32;
+
+impl Layout {
+    /// Bits a lane holds besides the fingerprint: the choice bit, and a window's offset.
     #[inline]
-    pub(crate) fn v2(&self) -> u64 {
-        self.v1 | 1
+    pub(crate) fn tag_bits(self) -> u32 {
+        match self {
+            Layout::Buckets => 1,
+            Layout::Windows => 2,
+        }
+    }
+
+    /// Largest fingerprint width (a fixed-size filter's slot is the fingerprint and the tag).
+    pub(crate) fn max_fingerprint_bits(self) -> u32 {
+        MAX_SLOT_BITS - self.tag_bits()
+    }
+
+    /// Slot values a lookup compares a key's value with, at 100% load, divided by the
+    /// values a fingerprint can take: 4 for two buckets of 4 (8 slots, and the choice bit
+    /// halves the candidates), 1 for two windows of 2 (see the module docs).
+    fn comparisons(self) -> f64 {
+        match self {
+            Layout::Buckets => SLOTS as f64,
+            Layout::Windows => 1.0,
+        }
     }
 }
 
-/// Widest slot: fingerprint, extension bits and choice bit must fit in 32 bits.
-pub(crate) const MAX_SLOT_BITS: u32 = 32;
-
-/// Largest fingerprint width (a fixed-size filter, whose slot is the fingerprint and the
-/// choice bit).
-pub(crate) const MAX_FINGERPRINT_BITS: u32 = MAX_SLOT_BITS - 1;
-
 /// Fibonacci-hashing multiplier used to spread a fingerprint before range reduction.
 const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// Windows per group of 64 slots (see `bucket.rs`); a windowed table has whole groups.
+pub(crate) const WINDOW_GROUP: usize = 63;
+
+/// The units modulo 63 other than ±1, each with its inverse.
+const UNITS: [(u8, u8); 34] = units();
+
+const fn units() -> [(u8, u8); 34] {
+    let mut units = [(0, 0); 34];
+    let (mut a, mut found) = (2, 0);
+    while a < 62 {
+        if a % 3 != 0 && a % 7 != 0 {
+            let mut inverse = 1;
+            while a * inverse % 63 != 1 {
+                inverse += 1;
+            }
+            units[found] = (a as u8, inverse as u8);
+            found += 1;
+        }
+        a += 1;
+    }
+    units
+}
+
+/// Where a fingerprint's second window lies relative to its first: `groups` groups on
+/// (cyclically), at position `a r + b` (mod 63) for position `r` in the first group.
+#[derive(Clone, Copy)]
+struct WindowMap {
+    groups: usize,
+    a: usize,
+    a_inverse: usize,
+    b: usize,
+}
+
+impl WindowMap {
+    #[inline]
+    fn forward(&self, window: usize, groups: usize) -> usize {
+        let (group, position) = (window / WINDOW_GROUP, window % WINDOW_GROUP);
+        let group = group + self.groups;
+        let group = if group >= groups { group - groups } else { group };
+        group * WINDOW_GROUP + (self.a * position + self.b) % WINDOW_GROUP
+    }
+
+    #[inline]
+    fn backward(&self, window: usize, groups: usize) -> usize {
+        let (group, position) = (window / WINDOW_GROUP, window % WINDOW_GROUP);
+        let group = if group >= self.groups { group - self.groups } else { group + groups - self.groups };
+        group * WINDOW_GROUP + self.a_inverse * (position + WINDOW_GROUP - self.b) % WINDOW_GROUP
+    }
+}
 
 #[inline]
 fn fast_range(x: u64, n: usize) -> usize {
@@ -90,15 +194,19 @@ impl Geometry {
     /// `buckets >= 2`, `fingerprint_bits >= 1`, and the slot (`fingerprint_bits +
     /// extension_bits + 1`) at most [`MAX_SLOT_BITS`]. `extension_bits` is the number of
     /// doublings the table may undergo.
-    pub(crate) fn new(buckets: usize, fingerprint_bits: u32, extension_bits: u32) -> Self {
+    pub(crate) fn new(layout: Layout, buckets: usize, fingerprint_bits: u32, extension_bits: u32) -> Self {
         debug_assert!(buckets >= 2);
-        debug_assert!(fingerprint_bits >= 1 && fingerprint_bits + extension_bits < MAX_SLOT_BITS);
-        Geometry { base_buckets: buckets, level: 0, extension_bits, fingerprint_bits }
+        debug_assert!(
+            fingerprint_bits >= 1 && fingerprint_bits + extension_bits <= layout.max_fingerprint_bits()
+        );
+        debug_assert!(layout == Layout::Buckets || (extension_bits == 0 && buckets % WINDOW_GROUP == 0));
+        Geometry { layout, base_buckets: buckets, level: 0, extension_bits, fingerprint_bits }
     }
 
     /// A geometry read from a snapshot: `None` unless it is one that [`Geometry::new`] and
     /// [`Geometry::doubled`] could have made, with the fully grown bucket count in `usize`.
     pub(crate) fn restored(
+        layout: Layout,
         base_buckets: usize,
         fingerprint_bits: u32,
         extension_bits: u32,
@@ -106,10 +214,16 @@ impl Geometry {
     ) -> Option<Self> {
         let valid = base_buckets >= 2
             && fingerprint_bits >= 1
-            && fingerprint_bits + extension_bits < MAX_SLOT_BITS
+            && fingerprint_bits + extension_bits <= layout.max_fingerprint_bits()
+            && (layout == Layout::Buckets || extension_bits == 0)
             && level <= extension_bits
-            && base_buckets.checked_mul(1usize.checked_shl(extension_bits)?).is_some();
-        valid.then_some(Geometry { base_buckets, level, extension_bits, fingerprint_bits })
+            && base_buckets.checked_mul(1usize.checked_shl(extension_bits)?)?.checked_mul(SLOTS).is_some()
+            && (layout == Layout::Buckets || base_buckets % WINDOW_GROUP == 0);
+        valid.then_some(Geometry { layout, base_buckets, level, extension_bits, fingerprint_bits })
+    }
+
+    pub(crate) fn layout(&self) -> Layout {
+        self.layout
     }
 
     /// Buckets when built, before any doubling.
@@ -130,23 +244,34 @@ impl Geometry {
     }
 
     /// Smallest fingerprint width whose false-positive rate at full load is at most
-    /// `epsilon`: `4 / (2^f - 1) <= epsilon`. `None` if even 31 bits are not enough.
-    pub(crate) fn fingerprint_bits_for(epsilon: f64) -> Option<u32> {
-        (1..=MAX_FINGERPRINT_BITS).find(|&f| Self::fpr_at(f, 1.0) <= epsilon)
+    /// `epsilon` (`4 / (2^f - 1)` for buckets, `1 / (2^f - 1)` for windows). `None` if even
+    /// the widest slot is not enough.
+    pub(crate) fn fingerprint_bits_for(layout: Layout, epsilon: f64) -> Option<u32> {
+        (1..=layout.max_fingerprint_bits()).find(|&f| Self::fpr_at(layout, f, 1.0) <= epsilon)
     }
 
     /// Expected false-positive rate of `f`-bit fingerprints at load `load`.
-    pub(crate) fn fpr_at(fingerprint_bits: u32, load: f64) -> f64 {
-        (2 * SLOTS) as f64 / 2.0 * load / ((1u64 << fingerprint_bits) - 1) as f64
+    pub(crate) fn fpr_at(layout: Layout, fingerprint_bits: u32, load: f64) -> f64 {
+        layout.comparisons() * load / (2f64.powi(fingerprint_bits as i32) - 1.0)
     }
 
     /// Expected false-positive rate of this table at load `load`.
     pub(crate) fn false_positive_rate(&self, load: f64) -> f64 {
-        (2 * SLOTS) as f64 / 2.0 * load / (2f64.powi(self.fingerprint_bits as i32) - 1.0)
+        Self::fpr_at(self.layout, self.fingerprint_bits, load)
     }
 
+    /// Buckets (windows, in the windowed layout).
     pub(crate) fn buckets(&self) -> usize {
         self.base_buckets << self.level
+    }
+
+    /// Slots: the most fingerprints the table can hold (`usize::MAX` if that overflows,
+    /// which no allocation can satisfy).
+    pub(crate) fn slots(&self) -> usize {
+        match self.layout {
+            Layout::Buckets => self.buckets().saturating_mul(SLOTS),
+            Layout::Windows => Windows::slots(self.buckets()),
+        }
     }
 
     pub(crate) fn fingerprint_bits(&self) -> u32 {
@@ -163,15 +288,15 @@ impl Geometry {
         self.extension_bits - self.level
     }
 
-    /// Bits per slot: the fingerprint, the extension bits not yet spent, and the choice
-    /// bit. One fewer after each doubling.
+    /// Bits per slot: the fingerprint, the extension bits not yet spent, and the tag
+    /// (choice bit, and a window's offset bit). One fewer after each doubling.
     pub(crate) fn slot_bits(&self) -> u32 {
         self.lane_bits() + self.doublings_left()
     }
 
-    /// Bits per lane of the table lookups read: the fingerprint and the choice bit.
+    /// Bits per lane of the table lookups read: the fingerprint and the tag.
     pub(crate) fn lane_bits(&self) -> u32 {
-        self.fingerprint_bits + 1
+        self.fingerprint_bits + self.layout.tag_bits()
     }
 
     /// The key with hash `hash`.
@@ -186,7 +311,8 @@ impl Geometry {
         let fp_range = (1u64 << self.fingerprint_bits) - 1;
         let fp = 1 + (((hash as u32 as u64) * fp_range) >> 32);
         let i2 = self.forward(i1, fp);
-        Probe { i1, i2, v1: fp << 1, ext }
+        let tag_bits = self.layout.tag_bits();
+        Probe { i1, i2, v1: fp << tag_bits, v2: (fp << tag_bits) | 1 << (tag_bits - 1), ext }
     }
 
     /// `D(fp)`, in `[1, B - 1]`.
@@ -195,8 +321,12 @@ impl Geometry {
         (1 + fast_range(fp.wrapping_mul(MIX), self.base_buckets - 1)) << self.level
     }
 
+    /// The second bucket of a key in `bucket` with fingerprint `fp`.
     #[inline]
     fn forward(&self, bucket: usize, fp: u64) -> usize {
+        if self.layout == Layout::Windows {
+            return self.window_map(fp).forward(bucket, self.base_buckets / WINDOW_GROUP);
+        }
         let next = bucket + self.distance(fp);
         if next >= self.buckets() {
             next - self.buckets()
@@ -205,29 +335,64 @@ impl Geometry {
         }
     }
 
-    /// The other bucket of the entry with lane value `value` in `bucket`, and its lane
-    /// value there.
+    /// The first bucket of a key in its second bucket `bucket` with fingerprint `fp`.
     #[inline]
-    pub(crate) fn other(&self, bucket: usize, value: u64) -> (usize, u64) {
-        let fp = value >> 1;
-        let other = if value & 1 == 0 {
-            self.forward(bucket, fp)
+    fn backward(&self, bucket: usize, fp: u64) -> usize {
+        if self.layout == Layout::Windows {
+            return self.window_map(fp).backward(bucket, self.base_buckets / WINDOW_GROUP);
+        }
+        let d = self.distance(fp);
+        if bucket >= d {
+            bucket - d
         } else {
-            let d = self.distance(fp);
-            if bucket >= d {
-                bucket - d
-            } else {
-                bucket + self.buckets() - d
-            }
+            bucket + self.buckets() - d
+        }
+    }
+
+    #[inline]
+    fn window_map(&self, fp: u64) -> WindowMap {
+        let mixed = fp.wrapping_mul(MIX);
+        let groups = self.base_buckets / WINDOW_GROUP;
+        let (a, a_inverse) = UNITS[fast_range(mixed.rotate_left(21), UNITS.len())];
+        WindowMap {
+            groups: 1 + fast_range(mixed, groups - 1),
+            a: a as usize,
+            a_inverse: a_inverse as usize,
+            b: fast_range(mixed.rotate_left(42), WINDOW_GROUP),
+        }
+    }
+
+    /// The other bucket of the entry with lane value `value` in lane `lane` of `bucket`,
+    /// and its lane value there at offset 0 (in a window, the lane it lands in adds its
+    /// offset).
+    #[inline]
+    pub(crate) fn other(&self, bucket: usize, lane: usize, value: u64) -> (usize, u64) {
+        let tag_bits = self.layout.tag_bits();
+        let choice = 1 << (tag_bits - 1);
+        // In a window the entry's own window starts `offset` slots before its slot.
+        let own = match self.layout {
+            Layout::Buckets => bucket,
+            Layout::Windows => bucket + lane - (value & 1) as usize,
         };
-        (other, value ^ 1)
+        let fp = value >> tag_bits;
+        let other = if value & choice == 0 { self.forward(own, fp) } else { self.backward(own, fp) };
+        (other, (value ^ choice) & !(choice - 1))
+    }
+
+    /// The own window of the window entry with lane value `value` in lane `lane` of window
+    /// `bucket`, and its lane value there at offset 0.
+    #[inline]
+    pub(crate) fn own(&self, bucket: usize, lane: usize, value: u64) -> (usize, u64) {
+        debug_assert_eq!(self.layout, Layout::Windows);
+        (bucket + lane - (value & 1) as usize, value & !1)
     }
 
     /// Whether the lane value `value` could have been stored by this table: a non-zero
     /// fingerprint (for restoring untrusted snapshots; every such value is valid in any
-    /// bucket, as the spent extension bits are no longer stored).
+    /// bucket, as the spent extension bits are no longer stored; a window's offset is
+    /// checked where the slot is known).
     pub(crate) fn holds(&self, value: u64) -> bool {
-        value >> 1 != 0
+        value >> self.layout.tag_bits() != 0
     }
 
     /// Where the entry with extension bits `ext` in `bucket` goes when this table doubles,
@@ -248,26 +413,73 @@ mod tests {
 
     #[test]
     fn fingerprint_width_follows_epsilon() {
-        assert_eq!(Geometry::fingerprint_bits_for(0.01), Some(9));
-        assert_eq!(Geometry::fingerprint_bits_for(0.002), Some(11));
-        assert_eq!(Geometry::fingerprint_bits_for(0.001), Some(12));
-        assert_eq!(Geometry::fingerprint_bits_for(0.0001), Some(16));
-        assert_eq!(Geometry::fingerprint_bits_for(1e-12), None);
+        let bits = |layout, eps| Geometry::fingerprint_bits_for(layout, eps);
+        assert_eq!(bits(Layout::Buckets, 0.01), Some(9));
+        assert_eq!(bits(Layout::Buckets, 0.002), Some(11));
+        assert_eq!(bits(Layout::Buckets, 0.001), Some(12));
+        assert_eq!(bits(Layout::Buckets, 0.0001), Some(16));
+        assert_eq!(bits(Layout::Buckets, 1e-12), None);
+        // Windows compare a quarter as many values: two bits less, for one more tag bit.
+        assert_eq!(bits(Layout::Windows, 0.01), Some(7));
+        assert_eq!(bits(Layout::Windows, 0.001), Some(10));
+        assert_eq!(bits(Layout::Windows, 0.0001), Some(14));
+        assert_eq!(bits(Layout::Windows, 1e-12), None);
+    }
+
+    #[test]
+    fn units_are_inverse_pairs() {
+        assert!(UNITS.iter().all(|&(a, inverse)| a as usize * inverse as usize % 63 == 1 && a > 1 && a < 62));
     }
 
     #[test]
     fn a_fixed_geometry_ignores_growth_state() {
-        let g = Geometry::new(1000, 12, 0);
+        let g = Geometry::new(Layout::Buckets, 1000, 12, 0);
         assert_eq!(g.slot_bits(), 13);
         assert_eq!(g.doublings_left(), 0);
-        assert_eq!(g.false_positive_rate(1.0), Geometry::fpr_at(12, 1.0));
+        assert_eq!(g.false_positive_rate(1.0), Geometry::fpr_at(Layout::Buckets, 12, 1.0));
+        let w = Geometry::new(Layout::Windows, 63 * 16, 10, 0);
+        assert_eq!((w.slot_bits(), w.slots()), (12, 64 * 16));
+    }
+
+    proptest! {
+        /// A window entry's other window, from any lane it sits in, is the key's other
+        /// window, and moving it back gives the first.
+        #[test]
+        fn other_window_round_trips(groups in 1usize..1 << 34, fbits in 1u32..=30, hash in any::<u64>(), lanes in any::<[bool; 2]>()) {
+            let windows = groups * WINDOW_GROUP;
+            let g = Geometry::new(Layout::Windows, windows, fbits, 0);
+            let p = g.probe(hash);
+            prop_assert!(p.i1 < windows && p.i2 < windows);
+            // Different groups, unless there is only one.
+            prop_assert!(groups == 1 || p.i1 / WINDOW_GROUP != p.i2 / WINDOW_GROUP);
+            prop_assert!(p.v1 & 3 == 0 && p.v2 == p.v1 | 2);
+            let [l1, l2] = lanes.map(usize::from);
+            // The entry in lane l of its window holds `v | l`; read from the window
+            // starting at its own slot, it is in lane 0.
+            prop_assert_eq!(g.other(p.i1, l1, p.v1 | l1 as u64), (p.i2, p.v2));
+            prop_assert_eq!(g.other(p.i1 + l1, 0, p.v1 | l1 as u64), (p.i2, p.v2));
+            prop_assert_eq!(g.other(p.i2, l2, p.v2 | l2 as u64), (p.i1, p.v1));
+        }
+
+        /// Neighbouring windows with one fingerprint have second windows that are not
+        /// neighbours (the map's multiplier is not ±1).
+        #[test]
+        fn neighbours_land_apart(groups in 2usize..1 << 20, fbits in 1u32..=30, hash in any::<u64>()) {
+            let g = Geometry::new(Layout::Windows, groups * WINDOW_GROUP, fbits, 0);
+            let p = g.probe(hash);
+            let fp = p.v1 >> 2;
+            if p.i1 % WINDOW_GROUP < WINDOW_GROUP - 1 {
+                let next = g.forward(p.i1 + 1, fp);
+                prop_assert!(next.abs_diff(p.i2) > 1);
+            }
+        }
     }
 
     proptest! {
         #[test]
-        fn other_bucket_round_trips(buckets in 2usize..1 << 40, fbits in 1u32..=MAX_FINGERPRINT_BITS, ext in 0u32..8, level in 0u32..8, hash in any::<u64>()) {
-            let (fbits, ext) = (fbits.min(MAX_FINGERPRINT_BITS - ext), ext);
-            let mut g = Geometry::new(buckets, fbits.max(1), ext);
+        fn other_bucket_round_trips(buckets in 2usize..1 << 40, fbits in 1u32..=31, ext in 0u32..8, level in 0u32..8, hash in any::<u64>()) {
+            let (fbits, ext) = (fbits.min(Layout::Buckets.max_fingerprint_bits() - ext), ext);
+            let mut g = Geometry::new(Layout::Buckets, buckets, fbits.max(1), ext);
             for _ in 0..level.min(ext) {
                 g = g.doubled();
             }
@@ -276,8 +488,8 @@ mod tests {
             prop_assert_ne!(p.i1, p.i2);
             prop_assert!(p.v1 >> 1 >= 1 && p.v1 >> 1 < 1 << fbits.max(1));
             prop_assert!(p.v1 < 1 << g.lane_bits() && p.ext < 1 << g.doublings_left());
-            prop_assert_eq!(g.other(p.i1, p.v1), (p.i2, p.v2()));
-            prop_assert_eq!(g.other(p.i2, p.v2()), (p.i1, p.v1));
+            prop_assert_eq!(g.other(p.i1, 3, p.v1), (p.i2, p.v2));
+            prop_assert_eq!(g.other(p.i2, 0, p.v2), (p.i1, p.v1));
         }
 
         /// The split-doubling identity: after a doubling, both of a key's buckets are the
@@ -285,7 +497,7 @@ mod tests {
         /// lose the spent one.
         #[test]
         fn doubling_splits_both_buckets(buckets in 2usize..1 << 30, fbits in 1u32..=20, ext in 1u32..8, level in 0u32..8, hash in any::<u64>()) {
-            let mut g = Geometry::new(buckets, fbits, ext);
+            let mut g = Geometry::new(Layout::Buckets, buckets, fbits, ext);
             for _ in 0..level % ext {
                 g = g.doubled();
             }
@@ -300,13 +512,13 @@ mod tests {
         /// Snapshot validation accepts every real entry and rejects a zero fingerprint.
         #[test]
         fn holds_accepts_real_entries(buckets in 2usize..1 << 30, fbits in 1u32..=20, ext in 1u32..8, level in 0u32..8, hash in any::<u64>()) {
-            let mut g = Geometry::new(buckets, fbits, ext);
+            let mut g = Geometry::new(Layout::Buckets, buckets, fbits, ext);
             for _ in 0..level % (ext + 1) {
                 g = g.doubled();
             }
             let p = g.probe(hash);
-            prop_assert!(g.holds(p.v1) && g.holds(p.v2()));
-            prop_assert_eq!(Geometry::restored(buckets, fbits, ext, g.level()), Some(g));
+            prop_assert!(g.holds(p.v1) && g.holds(p.v2));
+            prop_assert_eq!(Geometry::restored(Layout::Buckets, buckets, fbits, ext, g.level()), Some(g));
             prop_assert!(!g.holds(1) && !g.holds(0));
         }
     }

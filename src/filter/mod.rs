@@ -1,7 +1,8 @@
 //! The concurrent cuckoo filter.
 //!
-//! * `hash.rs`: where a key goes (two buckets, a fingerprint with a choice bit).
-//! * `bucket.rs`: bit-parallel search of one bucket.
+//! * `hash.rs`: where a key goes (two buckets or windows, a fingerprint with a choice bit).
+//! * `bucket.rs`: the two bucket shapes (4 slots, or overlapping windows of 2), and
+//!   bit-parallel search of one bucket.
 //! * `stripe.rs`: the seqlock stripes that writers lock and readers validate.
 //! * `table.rs`: the packed atomic words and the optimistic pair read.
 //! * `relocate.rs`: cuckoo path search and its backward execution.
@@ -24,6 +25,7 @@ macro_rules! with_table {
         match $tables {
             AnyTable::Narrow($t) => $body,
             AnyTable::Wide($t) => $body,
+            AnyTable::Windowed($t) => $body,
         }
     };
 }
@@ -44,6 +46,7 @@ mod table;
 use std::fmt;
 use std::hash::Hash;
 
+use self::bucket::Windows;
 use self::current::Current;
 use self::hash::Geometry;
 use self::ops::Refused;
@@ -51,43 +54,49 @@ use crate::error::InsertError;
 use crate::primitive::{AtomicU64, Mutex, Ordering};
 use crate::snapshot::SnapshotError;
 
-pub(crate) use self::bucket::{Lanes, Word, SLOTS};
+pub(crate) use self::bucket::{Buckets, Lanes, Shape, SLOTS};
 pub(crate) use self::builder::random_seed;
 pub use self::builder::{FilterBuilder, DEFAULT_DOUBLINGS, DEFAULT_FALSE_POSITIVE_RATE};
+pub use self::hash::Layout;
 pub(crate) use self::relocate::Hop;
 pub(crate) use self::stripe::Frozen;
 pub(crate) use self::table::{Locked, Table};
 
-/// One table, monomorphised for its bucket word: `u64` buckets for lanes of up to 16 bits,
-/// `u128` for wider ones.
+/// One table, monomorphised for its bucket shape: buckets of 4 slots read into a `u64`
+/// for lanes of up to 16 bits, into a `u128` for wider ones; windows of 2 slots.
 #[derive(Debug)]
 pub(crate) enum AnyTable {
-    Narrow(Table<u64>),
-    Wide(Table<u128>),
+    Narrow(Table<Buckets<u64>>),
+    Wide(Table<Buckets<u128>>),
+    Windowed(Table<Windows>),
 }
 
 impl AnyTable {
     /// An empty table of this shape, `Err` if its memory is refused.
     pub(crate) fn new(geometry: Geometry, stripes: usize) -> Result<Self, ()> {
-        if Self::narrow(geometry) {
-            Table::new(geometry, stripes).map(AnyTable::Narrow)
-        } else {
-            Table::new(geometry, stripes).map(AnyTable::Wide)
+        match Self::kind(geometry) {
+            Kind::Narrow => Table::new(geometry, stripes).map(AnyTable::Narrow),
+            Kind::Wide => Table::new(geometry, stripes).map(AnyTable::Wide),
+            Kind::Windowed => Table::new(geometry, stripes).map(AnyTable::Windowed),
         }
     }
 
     /// A table holding `image` read back from a snapshot (see [`Table::from_image`]).
     fn from_image(geometry: Geometry, stripes: usize, image: &[u64]) -> Result<Self, SnapshotError> {
-        if Self::narrow(geometry) {
-            Table::from_image(geometry, stripes, image).map(AnyTable::Narrow)
-        } else {
-            Table::from_image(geometry, stripes, image).map(AnyTable::Wide)
+        match Self::kind(geometry) {
+            Kind::Narrow => Table::from_image(geometry, stripes, image).map(AnyTable::Narrow),
+            Kind::Wide => Table::from_image(geometry, stripes, image).map(AnyTable::Wide),
+            Kind::Windowed => Table::from_image(geometry, stripes, image).map(AnyTable::Windowed),
         }
     }
 
-    /// Whether a bucket of this geometry fits in a `u64`.
-    fn narrow(geometry: Geometry) -> bool {
-        SLOTS as u32 * geometry.lane_bits() <= u64::BITS
+    /// Which variant holds a table of this geometry.
+    fn kind(geometry: Geometry) -> Kind {
+        match geometry.layout() {
+            Layout::Windows => Kind::Windowed,
+            Layout::Buckets if SLOTS as u32 * geometry.lane_bits() <= u64::BITS => Kind::Narrow,
+            Layout::Buckets => Kind::Wide,
+        }
     }
 
     fn geometry(&self) -> &Geometry {
@@ -104,14 +113,21 @@ impl AnyTable {
     }
 }
 
-impl From<Table<u64>> for AnyTable {
-    fn from(table: Table<u64>) -> Self {
+/// The variants of [`AnyTable`].
+enum Kind {
+    Narrow,
+    Wide,
+    Windowed,
+}
+
+impl From<Table<Buckets<u64>>> for AnyTable {
+    fn from(table: Table<Buckets<u64>>) -> Self {
         AnyTable::Narrow(table)
     }
 }
 
-impl From<Table<u128>> for AnyTable {
-    fn from(table: Table<u128>) -> Self {
+impl From<Table<Buckets<u128>>> for AnyTable {
+    fn from(table: Table<Buckets<u128>>) -> Self {
         AnyTable::Wide(table)
     }
 }
@@ -177,10 +193,13 @@ pub struct FilterStats {
     pub memory_bytes: usize,
     /// Fingerprint width.
     pub fingerprint_bits: u32,
-    /// Slot width: the fingerprint, one bit per doubling still allowed, and the choice bit.
+    /// Slot width: the fingerprint, one bit per doubling still allowed, and the choice bit
+    /// (and a window's offset bit).
     pub slot_bits: u32,
-    /// Buckets of 4 slots.
+    /// Buckets of 4 slots, or windows of 2.
     pub buckets: usize,
+    /// How the slots are arranged.
+    pub layout: Layout,
     /// Lock stripes.
     pub stripes: usize,
     /// Successful inserts so far (monotonic).
@@ -343,7 +362,7 @@ impl CuckooFilter {
     fn insert_hash(&self, hash: u64, unique: bool) -> Result<bool, InsertError> {
         let result = loop {
             let (result, geometry) = self.current.with(|tables| {
-                let result = with_table!(tables, t => t.insert(t.geometry().probe(hash), unique));
+                let result = with_table!(tables, t => t.insert(t.probe(hash), unique));
                 (result, *tables.geometry())
             });
             match result {
@@ -352,11 +371,9 @@ impl CuckooFilter {
                 Err(Refused::Frozen) => self.wait_for_growth(),
                 // Random keys fill a table to about 96% before an insert fails; a failure
                 // below half is crowding, which a doubling would not relieve.
-                Err(Refused::Full) if 2 * self.len() < geometry.buckets() * SLOTS => {
-                    break Err(InsertError::Crowded)
-                }
+                Err(Refused::Full) if 2 * self.len() < geometry.slots() => break Err(InsertError::Crowded),
                 Err(Refused::Full) if geometry.doublings_left() == 0 && geometry.level() > 0 => {
-                    break Err(InsertError::MaxCapacityReached { capacity: geometry.buckets() * SLOTS })
+                    break Err(InsertError::MaxCapacityReached { capacity: geometry.slots() })
                 }
                 Err(Refused::Full) if !self.current.replaceable() => break Err(InsertError::Full),
                 Err(Refused::Full) => {
@@ -391,7 +408,7 @@ impl CuckooFilter {
     /// [`contains`](Self::contains) for a key already hashed to `hash`.
     #[inline]
     pub(crate) fn contains_hashed(&self, hash: u64) -> bool {
-        self.current.read(|tables| with_table!(tables, t => t.contains(t.geometry().probe(hash))))
+        self.current.read(|tables| with_table!(tables, t => t.contains(t.probe(hash))))
     }
 
     /// Looks up every key of `keys`: `found[i] = self.contains(&keys[i])`. Faster than
@@ -424,10 +441,9 @@ impl CuckooFilter {
             let hashes = &hashes[..keys.len()];
             self.current.read(|tables| {
                 with_table!(tables, t => {
-                    let geometry = t.geometry();
-                    let mut probes = [geometry.probe(0); BATCH];
+                    let mut probes = [t.probe(0); BATCH];
                     for (probe, &hash) in probes.iter_mut().zip(hashes) {
-                        *probe = geometry.probe(hash);
+                        *probe = t.probe(hash);
                         t.prefetch_bucket(probe.i1);
                         t.prefetch_bucket(probe.i2);
                     }
@@ -453,7 +469,7 @@ impl CuckooFilter {
     /// ```
     pub fn count<T: Hash + ?Sized>(&self, key: &T) -> usize {
         let hash = self.hash(key);
-        self.current.read(|tables| with_table!(tables, t => t.count(t.geometry().probe(hash))))
+        self.current.read(|tables| with_table!(tables, t => t.count(t.probe(hash))))
     }
 
     /// Removes one copy of `key`; returns whether one was found. Blocks while another writer
@@ -474,7 +490,7 @@ impl CuckooFilter {
 
     /// [`remove`](Self::remove) for a key already hashed to `hash`.
     pub(crate) fn remove_hashed(&self, hash: u64) -> bool {
-        self.write(|tables| with_table!(tables, t => t.remove(t.geometry().probe(hash))))
+        self.write(|tables| with_table!(tables, t => t.remove(t.probe(hash))))
     }
 
     /// Stored fingerprints (copies count). Sums per-stripe counters without locking, so
@@ -510,7 +526,12 @@ impl CuckooFilter {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn capacity(&self) -> usize {
-        self.geometry().buckets() * SLOTS
+        self.geometry().slots()
+    }
+
+    /// The table's layout (see [`FilterBuilder::layout`]).
+    pub fn layout(&self) -> Layout {
+        self.geometry().layout()
     }
 
     /// `len() / capacity()`, in [0, 1].
@@ -600,7 +621,7 @@ impl CuckooFilter {
             (totals, *tables.geometry(), with_table!(tables, t => t.stripe_count()), tables.memory_bytes())
         });
         let (len, removes) = (totals.items, totals.removes);
-        let capacity = geometry.buckets() * SLOTS;
+        let capacity = geometry.slots();
         let load_factor = len as f64 / capacity as f64;
         FilterStats {
             len,
@@ -612,6 +633,7 @@ impl CuckooFilter {
             fingerprint_bits: geometry.fingerprint_bits(),
             slot_bits: geometry.slot_bits(),
             buckets: geometry.buckets(),
+            layout: geometry.layout(),
             stripes,
             relocations: totals.relocations,
             doublings: geometry.level(),
@@ -640,18 +662,27 @@ impl CuckooFilter {
         }
     }
 
-    /// The two candidate buckets of `key`. For tests and models that need to know where a
-    /// key lives; not part of the stable API.
+    /// The two candidate buckets (or windows) of `key`. For tests and models that need to
+    /// know where a key lives; not part of the stable API.
     #[doc(hidden)]
     pub fn debug_buckets<T: Hash + ?Sized>(&self, key: &T) -> [usize; 2] {
         let p = self.geometry().probe(self.hash(key));
         [p.i1, p.i2]
     }
 
+    /// The first slot of bucket (or window) `bucket`; not part of the stable API.
+    #[doc(hidden)]
+    pub fn debug_first_slot(&self, bucket: usize) -> usize {
+        match self.layout() {
+            Layout::Buckets => Buckets::<u64>::first_slot(bucket),
+            Layout::Windows => Windows::first_slot(bucket),
+        }
+    }
+
     /// Whether this filter's table, before any doubling, is the one the builder sizes for
     /// `capacity` items (for checking a restored gate).
     pub(crate) fn is_sized_for(&self, capacity: usize) -> bool {
-        Some(self.geometry().base_buckets()) == builder::buckets_for(capacity)
+        Some(self.geometry().base_buckets()) == builder::buckets_for(Layout::Buckets, capacity)
     }
 
     /// The current table's geometry.

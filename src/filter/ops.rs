@@ -6,7 +6,7 @@
 //! `Frozen` having changed nothing the key depends on, and the filter repeats it once the
 //! doubling (or snapshot) that froze the table is done.
 
-use super::bucket::{Word, SLOTS};
+use super::bucket::{Lanes, Shape};
 use super::hash::Probe;
 use super::relocate;
 use super::stripe::Frozen;
@@ -34,7 +34,7 @@ impl From<Frozen> for Refused {
 /// is repeated only when another writer took the freed slot or changed the path.
 const MAX_ATTEMPTS: usize = 8;
 
-impl<W: Word> Table<W> {
+impl<S: Shape> Table<S> {
     /// Stores the key of `p`; with `unique`, only if it is absent. `Ok(false)` means it was
     /// present and `unique` was set.
     pub(crate) fn insert(&self, p: Probe, unique: bool) -> Result<bool, Refused> {
@@ -50,7 +50,7 @@ impl<W: Word> Table<W> {
             // reader validates it). `insert_unique` must check both buckets under lock.
             let locked = self.lock_pair(p.i1, p.i1)?;
             if let Some(lane) = lanes.empties(locked.bucket(p.i1)).lowest() {
-                locked.put(p.i1, lane, p.v1, p.ext);
+                locked.put(p.i1, lane, p.v1 | Lanes::<S>::offset(lane), p.ext);
                 return Ok(true);
             }
         }
@@ -58,7 +58,7 @@ impl<W: Word> Table<W> {
             {
                 let locked = self.lock_pair(p.i1, p.i2)?;
                 let (b1, b2) = (locked.bucket(p.i1), locked.bucket(p.i2));
-                let (m1, m2) = (lanes.matches(b1, p.v1), lanes.matches(b2, p.v2()));
+                let (m1, m2) = (lanes.matches(b1, p.v1), lanes.matches(b2, p.v2));
                 if unique && (m1.any() || m2.any()) {
                     return Ok(false);
                 }
@@ -67,21 +67,21 @@ impl<W: Word> Table<W> {
                     false => (locked, b1, b2),
                 };
                 if let Some(lane) = lanes.empties(b1).lowest() {
-                    locked.put(p.i1, lane, p.v1, p.ext);
+                    locked.put(p.i1, lane, p.v1 | Lanes::<S>::offset(lane), p.ext);
                     return Ok(true);
                 }
                 if let Some(lane) = lanes.empties(b2).lowest() {
-                    locked.put(p.i2, lane, p.v2(), p.ext);
+                    locked.put(p.i2, lane, p.v2 | Lanes::<S>::offset(lane), p.ext);
                     return Ok(true);
                 }
-                if m1.count() + m2.count() == 2 * SLOTS {
+                if m1.count() + m2.count() == 2 * S::SLOTS {
                     return Err(Refused::TooManyCopies);
                 }
             }
             // Both buckets are full: make room without holding their locks.
-            match relocate::find_path(self, [p.i1, p.i2], relocate::SEARCH_BUDGET) {
+            match relocate::find_path(self, [p.i1, p.i2]) {
                 // Made or not, look again: the freed slot may have been taken meanwhile.
-                Some(path) => drop(relocate::execute(self, &path)?),
+                Some(path) => drop(relocate::execute(self, path.hops())?),
                 None => break,
             }
         }
@@ -92,15 +92,13 @@ impl<W: Word> Table<W> {
     #[inline]
     pub(crate) fn contains(&self, p: Probe) -> bool {
         let lanes = self.lanes();
-        self.read_pair(p.i1, p.i2, |b1, b2| lanes.matches(b1, p.v1).any() || lanes.matches(b2, p.v2()).any())
+        self.read_pair(p.i1, p.i2, |b1, b2| lanes.matches(b1, p.v1).any() || lanes.matches(b2, p.v2).any())
     }
 
     /// Copies of the key of `p` (or of keys indistinguishable from it). Lock-free.
     pub(crate) fn count(&self, p: Probe) -> usize {
         let lanes = self.lanes();
-        self.read_pair(p.i1, p.i2, |b1, b2| {
-            lanes.matches(b1, p.v1).count() + lanes.matches(b2, p.v2()).count()
-        })
+        self.read_pair(p.i1, p.i2, |b1, b2| lanes.matches(b1, p.v1).count() + lanes.matches(b2, p.v2).count())
     }
 
     /// Removes one copy of the key of `p`; whether one was found.
@@ -110,7 +108,7 @@ impl<W: Word> Table<W> {
             return Ok(self.remove_unstamped(p));
         }
         let locked = self.lock_pair(p.i1, p.i2)?;
-        for (bucket, value) in [(p.i1, p.v1), (p.i2, p.v2())] {
+        for (bucket, value) in [(p.i1, p.v1), (p.i2, p.v2)] {
             // The extension bits must match too: removing another key's entry would leave
             // this key's, which the next doubling could send to the wrong bucket.
             let exact =

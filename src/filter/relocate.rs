@@ -2,35 +2,46 @@
 //!
 //! The search is a breadth-first walk over slots (libcuckoo's "BFS path search") that
 //! reads buckets without locks and moves nothing. Its nodes are slots; a slot's children
-//! are the slots of the bucket its entry could move to. It stops at the first entry whose
-//! other bucket has a free slot, or when its node budget is spent. Breadth-first finds
-//! the shortest path, so few stripes are locked afterwards.
+//! are the slots of the bucket its entry could move to. In the windowed layout an entry
+//! may also move to the other slot of its own window (the one its offset names, which may
+//! be a neighbour of the window the search read it through), as in linear probing. It
+//! stops at the first entry whose other bucket has a free slot, or when its node budget is
+//! spent. Breadth-first finds the shortest path, so few stripes are locked afterwards.
 //!
-//! The path is then executed from its end backwards, one hop at a time: lock the two
-//! stripes of the hop, check that the source slot still holds what the search saw and
-//! that the destination still has a free slot, write the copy, clear the source, unlock.
-//! Every stored fingerprint is at every instant in one of its two buckets, and a reader
-//! whose read overlaps a hop sees a stamp change and retries. A stale hop ends the
-//! attempt early; whatever was already moved stays valid, nothing is ever dropped.
+//! Windows offer fewer moves per slot than buckets (up to 4 per window pair against 8 per
+//! bucket pair), and neighbouring windows overlap, so near their load threshold the paths
+//! are longer and the search meets the same window from several parents. In a windowed
+//! table the search expands each window once and gets a larger budget.
 
-use super::bucket::{Word, SLOTS};
+use super::bucket::{Lanes, Shape};
 use super::stripe::Frozen;
 use super::table::Table;
 use crate::broken;
 
-/// Search budget: slots examined per attempt (each costs one bucket read).
-pub(crate) const SEARCH_BUDGET: usize = 2048;
+/// Search budget: slots examined per attempt (each costs one bucket read), and the
+/// longest path searched. With 8 roots and 4 children per slot, a budget of 2048 is spent
+/// by depth 5, so the depth bound matters only for windows, where a search near the load
+/// threshold needs paths of up to a dozen hops.
+fn budget<S: Shape>() -> (usize, usize) {
+    if S::WINDOWED {
+        (16_384, MAX_PATH)
+    } else {
+        (2048, 8)
+    }
+}
 
-/// Longest path searched. With 8 roots and 4 children per slot, a budget of 2048 is spent
-/// by depth 5, so this bound only matters for larger budgets.
-const MAX_PATH: usize = 8;
+/// Longest path searched in any layout.
+const MAX_PATH: usize = 16;
 
-/// One move of a path: the entry `value` in slot `lane` of `bucket` goes to its other bucket.
+/// One move of a path: the entry `value` in slot `lane` of `bucket` goes to a free slot of
+/// bucket `to`, where its lane value is `moved` (plus the slot's offset, in a window).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Hop {
     pub(crate) bucket: usize,
     pub(crate) lane: usize,
     pub(crate) value: u64,
+    pub(crate) to: usize,
+    pub(crate) moved: u64,
 }
 
 /// A cuckoo path, ordered from a root bucket outwards. Fixed-size, so the common short
@@ -42,7 +53,8 @@ pub(crate) struct Path {
 }
 
 impl Path {
-    const EMPTY: Path = Path { hops: [Hop { bucket: 0, lane: 0, value: 0 }; MAX_PATH], len: 0 };
+    const EMPTY: Path =
+        Path { hops: [Hop { bucket: 0, lane: 0, value: 0, to: 0, moved: 0 }; MAX_PATH], len: 0 };
 
     pub(crate) fn hops(&self) -> &[Hop] {
         &self.hops[..self.len]
@@ -56,53 +68,65 @@ struct Node {
     depth: u8,
 }
 
+/// The moves open to the entry in lane `lane` of `bucket`, whose contents are `contents`:
+/// to its other bucket, and in a window also to the other slot of its own window, when
+/// that window is not `bucket` (the search read it through a neighbour).
+fn moves<S: Shape>(table: &Table<S>, bucket: usize, contents: S::Word, lane: usize) -> [Option<Hop>; 2] {
+    let value = table.lanes().lane(contents, lane);
+    let hop = |(to, moved)| Hop { bucket, lane, value, to, moved };
+    let geometry = table.geometry();
+    let own = match S::WINDOWED {
+        true => Some(geometry.own(bucket, lane, value)).filter(|&(own, _)| own != bucket),
+        false => None,
+    };
+    [Some(hop(geometry.other(bucket, lane, value))), own.map(hop)]
+}
+
 /// A path that frees a slot in one of `roots`; empty if a root already has a free slot.
 /// `None` if the budget runs out first.
 ///
 /// One-hop paths (the vast majority below 95% load) are found before any allocation; the
 /// breadth-first queue is built only when they all fail.
-pub(crate) fn find_path<W: Word>(table: &Table<W>, roots: [usize; 2], budget: usize) -> Option<Path> {
+pub(crate) fn find_path<S: Shape>(table: &Table<S>, roots: [usize; 2]) -> Option<Path> {
+    let (budget, max_path) = budget::<S>();
     let lanes = table.lanes();
-    let geometry = table.geometry();
     let contents = roots.map(|bucket| table.load_bucket(bucket));
     if contents.iter().any(|&c| lanes.empties(c).any()) {
         return Some(Path::EMPTY);
     }
-    for (&bucket, &contents) in roots.iter().zip(&contents) {
-        for lane in 0..SLOTS {
-            let hop = Hop { bucket, lane, value: lanes.lane(contents, lane) };
-            let (other, _) = geometry.other(bucket, hop.value);
-            if lanes.empties(table.load_bucket(other)).any() {
-                let mut path = Path::EMPTY;
-                path.hops[0] = hop;
-                path.len = 1;
-                return Some(path);
-            }
+    let root_moves = || {
+        roots.into_iter().zip(contents).flat_map(move |(bucket, contents)| {
+            (0..S::SLOTS).flat_map(move |lane| moves(table, bucket, contents, lane)).flatten()
+        })
+    };
+    for hop in root_moves() {
+        if lanes.empties(table.load_bucket(hop.to)).any() {
+            let mut path = Path::EMPTY;
+            path.hops[0] = hop;
+            path.len = 1;
+            return Some(path);
         }
     }
 
     let mut nodes: Vec<Node> = Vec::with_capacity(256.min(budget));
-    for (&bucket, &contents) in roots.iter().zip(&contents) {
-        for lane in 0..SLOTS {
-            let hop = Hop { bucket, lane, value: lanes.lane(contents, lane) };
-            nodes.push(Node { hop, parent: None, depth: 1 });
-        }
-    }
+    nodes.extend(root_moves().map(|hop| Node { hop, parent: None, depth: 1 }));
     let mut next = 0;
+    let mut expanded = std::collections::HashSet::new();
     while next < nodes.len() {
         let Node { hop, depth, .. } = nodes[next];
-        let (other, _) = geometry.other(hop.bucket, hop.value);
-        let contents = table.load_bucket(other);
+        let contents = table.load_bucket(hop.to);
         if lanes.empties(contents).any() {
             return Some(path_to(&nodes, next));
         }
-        if nodes.len() + SLOTS <= budget && (depth as usize) < MAX_PATH {
-            for lane in 0..SLOTS {
-                let child = Hop { bucket: other, lane, value: lanes.lane(contents, lane) };
-                // Start loading the bucket this child would move to, which the search
-                // reads when the child's turn comes.
-                table.prefetch_bucket(geometry.other(other, child.value).0);
-                nodes.push(Node { hop: child, parent: Some(next as u32), depth: depth + 1 });
+        let fresh = !S::WINDOWED || expanded.insert(hop.to);
+        if fresh && nodes.len() + 2 * S::SLOTS <= budget && (depth as usize) < max_path {
+            for lane in 0..S::SLOTS {
+                for child in moves(table, hop.to, contents, lane).into_iter().flatten() {
+                    // Start loading the bucket this child would move to, which the search
+                    // reads when the child's turn comes.
+                    table.prefetch_bucket(child.to);
+                    nodes.push(Node { hop: child, parent: Some(next as u32), depth: depth + 1 });
+                }
             }
         }
         next += 1;
@@ -123,14 +147,14 @@ fn path_to(nodes: &[Node], mut at: usize) -> Path {
 /// Executes `path` from its end backwards. Returns whether every hop was made; on `false`
 /// a concurrent writer changed a bucket on the path and the caller searches again.
 /// `Err(Frozen)` if the table is frozen (the hops made so far stay valid).
-pub(crate) fn execute<W: Word>(table: &Table<W>, path: &Path) -> Result<bool, Frozen> {
+pub(crate) fn execute<S: Shape>(table: &Table<S>, path: &[Hop]) -> Result<bool, Frozen> {
     let lanes = table.lanes();
-    for hop in path.hops() {
+    for hop in path {
         table.prefetch_ext(hop.bucket);
-        table.prefetch_ext(table.geometry().other(hop.bucket, hop.value).0);
+        table.prefetch_ext(hop.to);
     }
-    for hop in path.hops().iter().rev() {
-        let (to, moved) = table.geometry().other(hop.bucket, hop.value);
+    for hop in path.iter().rev() {
+        let (to, moved) = (hop.to, hop.moved);
         let locked = table.lock_pair(hop.bucket, to)?;
         if lanes.lane(locked.bucket(hop.bucket), hop.lane) != hop.value {
             return Ok(false);
@@ -138,6 +162,7 @@ pub(crate) fn execute<W: Word>(table: &Table<W>, path: &Path) -> Result<bool, Fr
         let Some(free) = lanes.empties(locked.bucket(to)).lowest() else {
             return Ok(false);
         };
+        let moved = moved | Lanes::<S>::offset(free);
         if broken::SPLIT_MOVE {
             broken::split_move(table, locked, hop, to, free, moved)?;
         } else {

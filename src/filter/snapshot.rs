@@ -13,7 +13,7 @@
 use std::io::{Read, Write};
 
 use super::builder::max_stripes;
-use super::hash::Geometry;
+use super::hash::{Geometry, Layout};
 use super::table::{image_word_count, Totals};
 use super::{AnyTable, CuckooFilter};
 use crate::broken;
@@ -73,7 +73,10 @@ impl CuckooFilter {
         e.u8(geometry.fingerprint_bits() as u8)?;
         e.u8(geometry.extension_bits() as u8)?;
         e.u8(geometry.level() as u8)?;
-        e.u8(0)?;
+        e.u8(match geometry.layout() {
+            Layout::Buckets => 0,
+            Layout::Windows => 1,
+        })?;
         e.usize(geometry.base_buckets())?;
         e.usize(self.stripes.unwrap_or(0))?;
         e.usize(image.stripes)?;
@@ -151,7 +154,11 @@ impl CuckooFilter {
         let hash_check = d.u64()?;
         let false_positive_rate = d.f64()?;
         let (fingerprint_bits, extension_bits, level) = (d.u8()?, d.u8()?, d.u8()?);
-        let reserved = d.u8()?;
+        let layout = match (d.u8()?, d.version()) {
+            (0, _) => Some(Layout::Buckets),
+            (1, 3..) => Some(Layout::Windows),
+            _ => None,
+        };
         let base_buckets = d.usize("bucket count")?;
         let configured_stripes = d.usize("stripe count")?;
         let stripes = d.usize("stripe count")?;
@@ -160,9 +167,15 @@ impl CuckooFilter {
         let failed_inserts = d.u64()?;
         let words = d.usize("word count")?;
         // What must hold before the table is read: its size follows from the geometry.
-        let geometry =
-            Geometry::restored(base_buckets, fingerprint_bits.into(), extension_bits.into(), level.into())
-                .ok_or(SnapshotError::inconsistent("impossible table geometry"))?;
+        let layout = layout.ok_or(SnapshotError::inconsistent("unknown layout"))?;
+        let geometry = Geometry::restored(
+            layout,
+            base_buckets,
+            fingerprint_bits.into(),
+            extension_bits.into(),
+            level.into(),
+        )
+        .ok_or(SnapshotError::inconsistent("impossible table geometry"))?;
         if image_word_count(geometry) != Some(words) {
             return Err(SnapshotError::inconsistent("word count does not match the geometry"));
         }
@@ -173,18 +186,16 @@ impl CuckooFilter {
         if hasher != AHASH_SEEDED {
             return Err(SnapshotError::HasherMismatch);
         }
-        if reserved != 0 {
-            return Err(SnapshotError::inconsistent("reserved byte is not zero"));
-        }
         if !(false_positive_rate > 0.0 && false_positive_rate < 1.0)
-            || Geometry::fingerprint_bits_for(false_positive_rate) != Some(geometry.fingerprint_bits())
+            || Geometry::fingerprint_bits_for(layout, false_positive_rate)
+                != Some(geometry.fingerprint_bits())
         {
             return Err(SnapshotError::inconsistent(
                 "false-positive rate does not match the fingerprint width",
             ));
         }
         // The builder's bound (so a corrupt count cannot allocate much either).
-        let largest = geometry.buckets().checked_shl(geometry.doublings_left()).unwrap_or(usize::MAX);
+        let largest = geometry.slots().checked_shl(geometry.doublings_left()).unwrap_or(usize::MAX);
         if !stripes.is_power_of_two() || stripes > max_stripes(largest) {
             return Err(SnapshotError::inconsistent("stripe count"));
         }

@@ -1,11 +1,12 @@
-//! The packed table: buckets bit-packed into atomic words, guarded by seqlock stripes.
+//! The packed table: slots bit-packed into atomic words, guarded by seqlock stripes.
 //!
-//! Bucket `i` occupies bits `[i * 4s, (i + 1) * 4s)` of the word array, where `s` is the
-//! slot width; a bucket may straddle a word boundary, so no bits are wasted for widths
-//! such as 12 or 13. Buckets are grouped by [`GROUP`]: 16 buckets are exactly `s` words,
-//! so a group never shares a word with another group, and a stripe is a set of whole
-//! groups (`stripe = (i / 16) mod S`). Hence two writers holding different stripes never
-//! write the same word, and a writer may update a slot with a plain load/modify/store.
+//! Slot `j` occupies bits `[j * s, (j + 1) * s)` of the word array, where `s` is the slot
+//! width; a bucket (4 slots, or a window of 2, see `bucket.rs`) may straddle a word
+//! boundary, so no bits are wasted for widths such as 12 or 13. Slots are grouped by
+//! [`GROUP_SLOTS`](super::bucket::GROUP_SLOTS): 64 slots are exactly `s` words, so a group never shares a word with
+//! another group; no bucket spans two groups, and a stripe is a set of whole groups
+//! (`stripe = group mod S`). Hence two writers holding different stripes never write the
+//! same word, and a writer may update a slot with a plain load/modify/store.
 //!
 //! All words are atomics. Readers load them `Relaxed` inside a seqlock read section (see
 //! `stripe.rs`); writers store them `Release` while holding the stripe. Reading a bucket
@@ -19,15 +20,12 @@
 //! it: it is written and read only under the slot's stripe lock, or in a frozen table, so
 //! its loads and stores are `Relaxed`, ordered by the lock.
 
-use super::bucket::{Lanes, Word, SLOTS};
-use super::hash::{Geometry, Probe};
+use super::bucket::{Lanes, Shape, Windows, Word, SLOTS};
+use super::hash::{Geometry, Layout, Probe};
 use super::stripe::{Frozen, Stripe};
 use crate::broken;
 use crate::primitive::{advise_huge_pages, fence, prefetch, release_pages, spin_hint, AtomicU64, Ordering};
 use crate::snapshot::SnapshotError;
-
-/// Buckets per stripe group: 16 buckets of 4 slots of `s` bits are exactly `s` words.
-pub(crate) const GROUP: usize = 16;
 
 /// Optimistic attempts before a reader takes the locks.
 const OPTIMISTIC_TRIES: usize = if cfg!(cuckoo_gate_loom) { 2 } else { 16 };
@@ -48,9 +46,9 @@ pub(crate) struct Totals {
 
 /// Buckets, stripes and the geometry that maps keys onto them.
 #[derive(Debug)]
-pub(crate) struct Table<W> {
+pub(crate) struct Table<S: Shape> {
     geometry: Geometry,
-    lanes: Lanes<W>,
+    lanes: Lanes<S>,
     words: Box<[AtomicU64]>,
     /// Unspent extension bits, `geometry.doublings_left()` per slot.
     ext: Box<[AtomicU64]>,
@@ -76,7 +74,7 @@ pub(crate) fn image_word_count(geometry: Geometry) -> Option<usize> {
 
 /// Words holding `bits` bits for every slot of `geometry`, plus `padding`.
 fn words_for(geometry: Geometry, bits: u32, padding: usize) -> Option<usize> {
-    let total = geometry.buckets().checked_mul(SLOTS * bits as usize)?;
+    let total = geometry.slots().checked_mul(bits as usize)?;
     total.div_ceil(64).checked_add(padding)
 }
 
@@ -123,11 +121,12 @@ fn put_field(words: &mut [u64], at: usize, bits: u32, value: u64) {
     }
 }
 
-impl<W: Word> Table<W> {
+impl<S: Shape> Table<S> {
     /// An empty table; `Err` if the allocation is refused (the size is in `table_bytes`).
     /// `stripes` must be a power of two.
     pub(crate) fn new(geometry: Geometry, stripes: usize) -> Result<Self, ()> {
         debug_assert!(stripes.is_power_of_two());
+        debug_assert_eq!(S::WINDOWED, geometry.layout() == Layout::Windows);
         let words = atomic_words(words_for(geometry, geometry.lane_bits(), PADDING_WORDS).ok_or(())?)?;
         let ext = atomic_words(words_for(geometry, geometry.doublings_left(), 0).ok_or(())?)?;
         let mut s = Vec::new();
@@ -147,8 +146,14 @@ impl<W: Word> Table<W> {
         &self.geometry
     }
 
-    pub(crate) fn lanes(&self) -> &Lanes<W> {
+    pub(crate) fn lanes(&self) -> &Lanes<S> {
         &self.lanes
+    }
+
+    /// Where the key with hash `hash` goes.
+    #[inline]
+    pub(crate) fn probe(&self, hash: u64) -> Probe {
+        self.geometry.probe(hash)
     }
 
     pub(crate) fn stripe_count(&self) -> usize {
@@ -199,26 +204,27 @@ impl<W: Word> Table<W> {
 
     #[inline]
     fn stripe_of(&self, bucket: usize) -> usize {
-        (bucket / GROUP) & self.stripe_mask
+        (bucket / S::PER_GROUP) & self.stripe_mask
     }
 
     /// Loads bucket `bucket` with `Relaxed` loads: consistent only inside a validated
     /// optimistic read or under the bucket's stripe lock.
     #[inline]
-    pub(crate) fn load_bucket(&self, bucket: usize) -> W {
+    pub(crate) fn load_bucket(&self, bucket: usize) -> S::Word {
         let bucket_bits = self.lanes.bucket_bits();
-        let bit = bucket * bucket_bits as usize;
+        let bit = S::first_slot(bucket) * self.lanes.slot_bits() as usize;
         let (w, shift) = (bit / 64, (bit % 64) as u32);
         let words = &self.words[w..w + PADDING_WORDS + 1];
         let (w0, w1) = (words[0].load(Ordering::Relaxed), words[1].load(Ordering::Relaxed));
-        W::extract(w0, w1, || words[2].load(Ordering::Relaxed), shift, bucket_bits) & self.lanes.bucket_mask()
+        S::Word::extract(w0, w1, || words[2].load(Ordering::Relaxed), shift, bucket_bits)
+            & self.lanes.bucket_mask()
     }
 
     /// Starts loading bucket `bucket` into the cache (see [`prefetch`]): its first word, and
     /// the next, which holds the rest of the bucket when it straddles a boundary.
     #[inline]
     pub(crate) fn prefetch_bucket(&self, bucket: usize) {
-        let word = bucket * self.lanes.bucket_bits() as usize / 64;
+        let word = S::first_slot(bucket) * self.lanes.slot_bits() as usize / 64;
         prefetch(&self.words[word]);
         prefetch(&self.words[word + 1]);
     }
@@ -228,7 +234,7 @@ impl<W: Word> Table<W> {
     #[inline]
     pub(crate) fn prefetch_ext(&self, bucket: usize) {
         if let bits @ 1.. = self.geometry.doublings_left() {
-            prefetch(&self.ext[bucket * SLOTS * bits as usize / 64]);
+            prefetch(&self.ext[S::first_slot(bucket) * bits as usize / 64]);
         }
     }
 
@@ -241,7 +247,7 @@ impl<W: Word> Table<W> {
     /// frozen stripes do not change, so the optimistic reads then succeed as soon as both
     /// stripes are frozen.
     #[inline]
-    pub(crate) fn read_pair<R>(&self, i1: usize, i2: usize, f: impl FnOnce(W, W) -> R) -> R {
+    pub(crate) fn read_pair<R>(&self, i1: usize, i2: usize, f: impl FnOnce(S::Word, S::Word) -> R) -> R {
         let (a, b) = (&self.stripes[self.stripe_of(i1)], &self.stripes[self.stripe_of(i2)]);
         loop {
             for _ in 0..OPTIMISTIC_TRIES {
@@ -262,7 +268,7 @@ impl<W: Word> Table<W> {
     /// Locks the stripes of buckets `i1` and `i2` (once if they share one), lowest index
     /// first so that two writers can never wait on each other. Blocks while another writer
     /// holds either stripe. `Err(Frozen)`, holding nothing, if the table is frozen.
-    pub(crate) fn lock_pair(&self, i1: usize, i2: usize) -> Result<Locked<'_, W>, Frozen> {
+    pub(crate) fn lock_pair(&self, i1: usize, i2: usize) -> Result<Locked<'_, S>, Frozen> {
         let (x, y) = (self.stripe_of(i1), self.stripe_of(i2));
         let (first, second) = (x.min(y), x.max(y));
         self.stripes[first].lock()?;
@@ -319,9 +325,9 @@ impl<W: Word> Table<W> {
         let mut image = vec![0; image_word_count(self.geometry).expect("the table exists")];
         for bucket in 0..self.geometry.buckets() {
             let contents = self.load_bucket(bucket);
-            for lane in 0..SLOTS {
+            for lane in 0..S::SLOTS {
                 let value = self.lanes.lane(contents, lane);
-                let slot = bucket * SLOTS + lane;
+                let slot = S::first_slot(bucket) + lane;
                 put_field(
                     &mut image,
                     slot * bits as usize,
@@ -335,14 +341,14 @@ impl<W: Word> Table<W> {
 
     /// A table holding `image`, as [`Table::image`] gave it (read back from a snapshot),
     /// with `stripes` stripes, which count their items afresh. Checks that a table of this
-    /// geometry could have written it: the count, zero bits after the last bucket, and
-    /// every entry valid where it sits ([`Geometry::holds`]).
+    /// geometry could have written it: the count, zero bits after the last slot, and
+    /// every entry valid where it sits ([`Geometry::holds`], and a window's offset).
     pub(crate) fn from_image(
         geometry: Geometry,
         stripes: usize,
         image: &[u64],
     ) -> Result<Self, SnapshotError> {
-        let used_bits = geometry.buckets() * SLOTS * geometry.slot_bits() as usize;
+        let used_bits = geometry.slots() * geometry.slot_bits() as usize;
         let (full, rest) = (used_bits / 64, (used_bits % 64) as u32);
         if image_word_count(geometry) != Some(image.len()) {
             return Err(SnapshotError::inconsistent("word count does not match the geometry"));
@@ -357,22 +363,32 @@ impl<W: Word> Table<W> {
         let bytes = table_bytes(geometry, stripes).unwrap_or(usize::MAX);
         let table = Table::new(geometry, stripes).map_err(|()| SnapshotError::OutOfMemory { bytes })?;
         let (bits, ext_bits) = (geometry.slot_bits(), geometry.doublings_left());
-        for bucket in 0..geometry.buckets() {
-            for lane in 0..SLOTS {
-                let slot = bucket * SLOTS + lane;
-                let whole = field(slot * bits as usize, bits, |i| image[i]);
-                if whole != 0 {
-                    let (value, ext) = (lane_value(whole, ext_bits), whole >> 1 & ((1 << ext_bits) - 1));
-                    if !geometry.holds(value) {
-                        return Err(SnapshotError::inconsistent("an entry that cannot sit in its bucket"));
-                    }
-                    table.store_lane(bucket, lane, value);
-                    table.store_ext(slot, ext);
-                    table.stripes[table.stripe_of(bucket)].add_items(1);
-                }
+        for slot in 0..geometry.slots() {
+            let whole = field(slot * bits as usize, bits, |i| image[i]);
+            if whole != 0 {
+                let (value, ext) = (lane_value(whole, ext_bits), whole >> 1 & ((1 << ext_bits) - 1));
+                let place = Self::place(geometry, slot, value).filter(|_| geometry.holds(value));
+                let Some((bucket, lane)) = place else {
+                    return Err(SnapshotError::inconsistent("an entry that cannot sit in its bucket"));
+                };
+                table.store_lane(bucket, lane, value);
+                table.store_ext(slot, ext);
+                table.stripes[table.stripe_of(bucket)].add_items(1);
             }
         }
         Ok(table)
+    }
+
+    /// The bucket and lane of the entry `value` in slot `slot`: a window's entry says by
+    /// its offset which of the two windows over the slot is its own. `None` if that
+    /// window does not exist.
+    fn place(geometry: Geometry, slot: usize, value: u64) -> Option<(usize, usize)> {
+        if S::WINDOWED {
+            let offset = (value & 1) as usize;
+            Windows::window_of(slot, offset, geometry.buckets()).map(|window| (window, offset))
+        } else {
+            Some((slot / SLOTS, slot % SLOTS))
+        }
     }
 
     /// Fills the empty table `new` (this table doubled, not yet visible to any other
@@ -380,7 +396,8 @@ impl<W: Word> Table<W> {
     /// splits into its two children (see `hash.rs`), so nothing is relocated and nothing
     /// can overflow. The counters carry over (removals and relocations in the new table's
     /// first stripe).
-    pub(crate) fn split_into<N: Word>(&self, new: &Table<N>) {
+    pub(crate) fn split_into<N: Shape>(&self, new: &Table<N>) {
+        debug_assert!(!S::WINDOWED && !N::WINDOWED);
         debug_assert_eq!(new.geometry, self.geometry.doubled());
         for bucket in 0..self.geometry.buckets() {
             let mut next_lane = [0usize; 2];
@@ -388,10 +405,11 @@ impl<W: Word> Table<W> {
             for lane in 0..SLOTS {
                 let value = self.lanes.lane(contents, lane);
                 if value != 0 {
-                    let (child, ext) = self.geometry.split(bucket, self.load_ext(bucket * SLOTS + lane));
+                    let (child, ext) =
+                        self.geometry.split(bucket, self.load_ext(S::first_slot(bucket) + lane));
                     let child_lane = next_lane[child & 1];
                     new.store_lane(child, child_lane, value);
-                    new.store_ext(child * SLOTS + child_lane, ext);
+                    new.store_ext(N::first_slot(child) + child_lane, ext);
                     next_lane[child & 1] += 1;
                     new.stripes[new.stripe_of(child)].add_items(1);
                 }
@@ -411,11 +429,11 @@ impl<W: Word> Table<W> {
     /// bucket's stripe.
     fn store_lane(&self, bucket: usize, lane: usize, value: u64) {
         let slot_bits = self.lanes.slot_bits();
-        let bit = bucket * self.lanes.bucket_bits() as usize + lane * slot_bits as usize;
+        let bit = (S::first_slot(bucket) + lane) * slot_bits as usize;
         store_field(&self.words, bit, slot_bits, value, Ordering::Release);
     }
 
-    /// The extension bits of slot `slot` (`bucket * SLOTS + lane`), 0 in a table that
+    /// The extension bits of slot `slot`, 0 in a table that
     /// cannot double. The caller holds the slot's stripe, or the table is frozen.
     fn load_ext(&self, slot: usize) -> u64 {
         match self.geometry.doublings_left() {
@@ -446,23 +464,23 @@ fn lane_value(whole: u64, ext_bits: u32) -> u64 {
     whole >> (1 + ext_bits) << 1 | (whole & 1)
 }
 
-impl<W: Word> Table<W> {
+impl<S: Shape> Table<S> {
     /// [`broken::UNSTAMPED_REMOVE`]: a remove of the key of `p` that skips the stripe
     /// lock, so no stamp changes, and keeps the bucket compact by moving its last entry
     /// into the hole, clearing it first. A reader between the two stores misses the moved
     /// key, and its validation cannot notice.
     pub(crate) fn remove_unstamped(&self, p: Probe) -> bool {
-        let found = [(p.i1, p.v1), (p.i2, p.v2())].into_iter().find_map(|(bucket, value)| {
+        let found = [(p.i1, p.v1), (p.i2, p.v2)].into_iter().find_map(|(bucket, value)| {
             self.lanes.matches(self.load_bucket(bucket), value).lowest().map(|lane| (bucket, lane))
         });
         let Some((bucket, lane)) = found else { return false };
         let contents = self.load_bucket(bucket);
-        let last = (0..SLOTS).rev().find(|&l| self.lanes.lane(contents, l) != 0).unwrap_or(lane);
-        let (moved, ext) = (self.lanes.lane(contents, last), self.load_ext(bucket * SLOTS + last));
+        let last = (0..S::SLOTS).rev().find(|&l| self.lanes.lane(contents, l) != 0).unwrap_or(lane);
+        let (moved, ext) = (self.lanes.lane(contents, last), self.load_ext(S::first_slot(bucket) + last));
         self.store_lane(bucket, last, 0);
         if last != lane {
             self.store_lane(bucket, lane, moved);
-            self.store_ext(bucket * SLOTS + lane, ext);
+            self.store_ext(S::first_slot(bucket) + lane, ext);
         }
         self.stripes[self.stripe_of(bucket)].add_items(-1);
         true
@@ -471,13 +489,13 @@ impl<W: Word> Table<W> {
 
 /// Proof that the stripes of one or two buckets are locked; every write goes through it.
 /// Dropping it unlocks.
-pub(crate) struct Locked<'a, W: Word> {
-    table: &'a Table<W>,
+pub(crate) struct Locked<'a, S: Shape> {
+    table: &'a Table<S>,
     first: usize,
     second: usize,
 }
 
-impl<W: Word> Locked<'_, W> {
+impl<S: Shape> Locked<'_, S> {
     fn holds(&self, bucket: usize) -> bool {
         let stripe = self.table.stripe_of(bucket);
         stripe == self.first || stripe == self.second
@@ -485,7 +503,7 @@ impl<W: Word> Locked<'_, W> {
 
     /// Bucket `bucket`, which this guard locks.
     #[inline]
-    pub(crate) fn bucket(&self, bucket: usize) -> W {
+    pub(crate) fn bucket(&self, bucket: usize) -> S::Word {
         debug_assert!(self.holds(bucket));
         self.table.load_bucket(bucket)
     }
@@ -493,7 +511,7 @@ impl<W: Word> Locked<'_, W> {
     /// The extension bits of slot `lane` of `bucket`, which this guard locks.
     pub(crate) fn ext(&self, bucket: usize, lane: usize) -> u64 {
         debug_assert!(self.holds(bucket));
-        self.table.load_ext(bucket * SLOTS + lane)
+        self.table.load_ext(S::first_slot(bucket) + lane)
     }
 
     /// Stores the entry with lane value `value` and extension bits `ext` in the empty slot
@@ -501,7 +519,7 @@ impl<W: Word> Locked<'_, W> {
     pub(crate) fn put(&self, bucket: usize, lane: usize, value: u64, ext: u64) {
         debug_assert!(self.holds(bucket));
         debug_assert_eq!(self.table.lanes.lane(self.table.load_bucket(bucket), lane), 0);
-        self.table.store_ext(bucket * SLOTS + lane, ext);
+        self.table.store_ext(S::first_slot(bucket) + lane, ext);
         self.table.store_lane(bucket, lane, value);
         self.table.stripes[self.table.stripe_of(bucket)].add_items(1);
     }
@@ -530,7 +548,7 @@ impl<W: Word> Locked<'_, W> {
     }
 }
 
-impl<W: Word> Drop for Locked<'_, W> {
+impl<S: Shape> Drop for Locked<'_, S> {
     fn drop(&mut self) {
         if self.second != self.first {
             self.table.stripes[self.second].unlock();
