@@ -172,8 +172,8 @@ pub enum InsertError {
         bytes: usize,
     },
     /// Both of the key's buckets are full of copies of its fingerprint: the same key (or
-    /// one indistinguishable from it) was inserted 8 times already. Remove a copy first,
-    /// or use `insert_unique`.
+    /// one indistinguishable from it) was inserted 8 times already (4 times, in a windowed
+    /// filter). Remove a copy first, or use `insert_unique`.
     TooManyCopies,
     /// No slot could be freed for the key although the filter is less than half full: its
     /// two buckets, and every bucket a fingerprint in them could move to, are full, which
@@ -198,7 +198,7 @@ impl fmt::Display for InsertError {
                 write!(f, "cuckoo filter is full and doubling it needs {bytes} bytes, which the allocator refused")
             }
             InsertError::TooManyCopies => f.write_str(
-                "key's two buckets already hold 8 copies of its fingerprint; remove one first or use insert_unique",
+                "key's two buckets already hold copies of its fingerprint in every slot (8, or 4 in windows); remove one first or use insert_unique",
             ),
             InsertError::Crowded => f.write_str(
                 "no room in the key's buckets although the filter is less than half full: too many copies of one key, \

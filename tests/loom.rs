@@ -21,8 +21,9 @@
 //! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="double_rotation"' ...
 //! ```
 //!
-//! Tables are tiny (3 buckets of 4 slots, one stripe) and keys are chosen by their
-//! placement under a fixed seed, so each model sets up exactly the situation it checks.
+//! Tables are tiny (3 buckets of 4 slots, or one group of 63 windows, one stripe) and keys
+//! are chosen by their placement under a fixed seed, so each model sets up exactly the
+//! situation it checks.
 //!
 //! **Writers run on the model's main thread, readers on spawned ones.** loom 0.7's
 //! partial-order reduction compares a store only with the *most recent* access to that
@@ -34,7 +35,7 @@
 //! model explores more than one interleaving, so a model that checks nothing fails.
 #![cfg(cuckoo_gate_loom)]
 
-use cuckoo_gate::CuckooFilter;
+use cuckoo_gate::{CuckooFilter, Layout};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -133,6 +134,92 @@ fn reader_races_relocation((f, a, b, others): (CuckooFilter, u64, u64, Vec<u64>)
 )]
 fn reader_finds_key_relocated_back_to_its_first_bucket() {
     model(|| reader_races_relocation(relocation_back_setup()));
+}
+
+/// A windowed filter of one group: 63 windows of 2 over 64 slots, 7-bit fingerprints.
+fn tiny_windows() -> CuckooFilter {
+    let f = CuckooFilter::builder()
+        .capacity(50)
+        .false_positive_rate(0.01)
+        .layout(Layout::Windows)
+        .seed(SEED)
+        .build()
+        .unwrap();
+    assert_eq!((f.capacity(), f.stats().stripes), (64, 1));
+    f
+}
+
+/// Whether windows `windows` share no slot.
+fn apart(f: &CuckooFilter, windows: &[usize]) -> bool {
+    let mut slots: Vec<usize> =
+        windows.iter().flat_map(|&w| [0, 1].map(|o| f.debug_first_slot(w) + o)).collect();
+    slots.sort_unstable();
+    slots.windows(2).all(|pair| pair[0] != pair[1])
+}
+
+/// Inserts, into an empty window `w`, `entries` keys whose first window it is.
+fn fill_window(f: &CuckooFilter, w: usize, from: u64, entries: usize) -> Vec<u64> {
+    let mut keys = Vec::new();
+    let mut next = from;
+    while keys.len() < entries {
+        let k = key_where(f, next, |[i1, _]| i1 == w);
+        f.insert(&k).unwrap();
+        keys.push(k);
+        next = k + 1;
+    }
+    keys
+}
+
+/// A windowed table where inserting `b` must move `a` to its other window: `a` sits in
+/// the first slot of `b`'s full first window `x`, `b`'s second window `z` is full, and
+/// `a`'s second window `y` (sharing no slot with `x` or `z`) is empty.
+fn window_move_setup() -> (CuckooFilter, u64, u64, Vec<u64>) {
+    let f = tiny_windows();
+    let b = key_where(&f, 2_000_000, |[x, z]| apart(&f, &[x, z]));
+    let [x, z] = f.debug_buckets(&b);
+    let a = key_where(&f, 1_000_000, |[i1, y]| i1 == x && apart(&f, &[x, z, y]));
+    f.insert(&a).unwrap();
+    let mut others = fill_window(&f, x, 0, 1);
+    others.extend(fill_window(&f, z, 10_000, 2));
+    assert_eq!(f.stats().relocations, 0);
+    (f, a, b, others)
+}
+
+/// A windowed table where inserting `b` must move `e` to the other slot of its own window:
+/// `e` sits in the second slot of window `x - 1`, which is the first slot of `b`'s full
+/// first window `x`; `e`'s second window and `b`'s second window `z` are full, and the
+/// first slot of `x - 1` is free.
+fn within_window_setup() -> (CuckooFilter, u64, u64, Vec<u64>) {
+    let f = tiny_windows();
+    let b = key_where(&f, 2_000_000, |[x, z]| x % 63 != 0 && apart(&f, &[x - 1, z]) && apart(&f, &[x, z]));
+    let [x, z] = f.debug_buckets(&b);
+    let e =
+        key_where(&f, 1_000_000, |[i1, y]| i1 == x - 1 && apart(&f, &[x - 1, z, y]) && apart(&f, &[x, y]));
+    let [_, y] = f.debug_buckets(&e);
+    let first = fill_window(&f, x - 1, 0, 1)[0];
+    f.insert(&e).unwrap(); // the second slot of x - 1
+    assert!(f.remove(&first));
+    let mut others = fill_window(&f, y, 10_000, 2);
+    others.extend(fill_window(&f, x, 20_000, 1));
+    others.extend(fill_window(&f, z, 30_000, 2));
+    assert_eq!(f.stats().relocations, 0);
+    (f, e, b, others)
+}
+
+/// Model 1c: a reader looking up `a` while a writer inserts `b`, which moves `a` from one
+/// window to the other, always finds `a`.
+#[test]
+#[cfg_attr(cuckoo_gate_broken = "split_move", should_panic(expected = "lookup missed"))]
+fn reader_finds_key_moved_between_windows() {
+    model(|| reader_races_relocation(window_move_setup()));
+}
+
+/// Model 1d: the same when the key moves to the other slot of its own window (both slots
+/// under one stripe, read by one window load).
+#[test]
+#[cfg_attr(cuckoo_gate_broken = "split_move", should_panic(expected = "lookup missed"))]
+fn reader_finds_key_moved_within_its_window() {
+    model(|| reader_races_relocation(within_window_setup()));
 }
 
 /// Model 2: a reader looking up `a` while another key of the same bucket is removed. `c`

@@ -298,7 +298,8 @@ impl CuckooFilter {
         self.hasher.hash_one(key)
     }
 
-    /// Adds `key`. Inserting a key again stores another copy (up to 8 in all).
+    /// Adds `key`. Inserting a key again stores another copy (up to 8 in all, 4 in a
+    /// windowed filter).
     ///
     /// Blocks while another writer holds one of the key's stripes (or a stripe on the
     /// relocation path). When no slot can be freed and the filter is at least half full,
@@ -312,7 +313,8 @@ impl CuckooFilter {
     /// key, or colliding keys: a doubling would not help), else [`InsertError::Full`] for a
     /// fixed-size filter, [`InsertError::MaxCapacityReached`] for one that has grown to its
     /// limit, [`InsertError::OutOfMemory`] if the doubled table cannot be allocated.
-    /// [`InsertError::TooManyCopies`] when the key already has 8 copies. In every case
+    /// [`InsertError::TooManyCopies`] when the key already has 8 copies (4 in a windowed
+    /// filter). In every case
     /// nothing stored is lost.
     ///
     /// Placement follows the seed: anyone who knows it (a fixed seed, or one read from a

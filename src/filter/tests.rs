@@ -9,19 +9,27 @@ use crate::BuildError;
 
 /// A fixed-size filter (so that inserts can fail).
 fn filter(capacity: usize, eps: f64) -> CuckooFilter {
+    layout_filter(Layout::Buckets, capacity, eps)
+}
+
+fn layout_filter(layout: Layout, capacity: usize, eps: f64) -> CuckooFilter {
     CuckooFilter::builder()
         .capacity(capacity)
         .max_capacity(capacity)
         .false_positive_rate(eps)
+        .layout(layout)
         .seed(7)
         .build()
         .unwrap()
 }
 
+const LAYOUTS: [Layout; 2] = [Layout::Buckets, Layout::Windows];
+
 #[test]
 fn no_false_negatives_up_to_full() {
-    for &(n, eps) in &[(1_000, 0.01), (10_000, 0.001), (5_000, 1e-6), (3_333, 0.2)] {
-        let f = filter(n, eps);
+    let cases = [(1_000, 0.01), (10_000, 0.001), (5_000, 1e-6), (3_333, 0.2)];
+    for (layout, &(n, eps)) in LAYOUTS.iter().flat_map(|&l| cases.iter().map(move |c| (l, c))) {
+        let f = layout_filter(layout, n, eps);
         let mut stored = 0u64;
         for key in 0u64.. {
             if f.insert(&key).is_err() {
@@ -29,7 +37,9 @@ fn no_false_negatives_up_to_full() {
             }
             stored = key + 1;
         }
-        assert!(f.load_factor() > 0.9, "n={n}: load {} at first failure", f.load_factor());
+        assert!(f.load_factor() > 0.9, "{layout:?} n={n}: load {} at first failure", f.load_factor());
+        // Every key the builder was sized for fits.
+        assert!(stored >= n as u64, "{layout:?} n={n}: only {stored} stored");
         assert_eq!(f.len() as u64, stored);
         for key in 0..stored {
             assert!(f.contains(&key), "n={n}: lost key {key}");
@@ -40,7 +50,13 @@ fn no_false_negatives_up_to_full() {
 
 #[test]
 fn failed_insert_loses_nothing() {
-    let f = filter(500, 0.01);
+    for layout in LAYOUTS {
+        failed_insert_loses_nothing_in(layout);
+    }
+}
+
+fn failed_insert_loses_nothing_in(layout: Layout) {
+    let f = layout_filter(layout, 500, 0.01);
     let mut keys = Vec::new();
     let mut failures = 0;
     for key in 0u64..2_000 {
@@ -61,15 +77,18 @@ fn failed_insert_loses_nothing() {
 
 #[test]
 fn ninth_copy_is_refused() {
-    let f = filter(1_000, 0.001);
-    for _ in 0..8 {
-        f.insert("same").unwrap();
+    // Two buckets of 4 hold 8 copies; two windows of 2 hold 4.
+    for (layout, most) in [(Layout::Buckets, 8), (Layout::Windows, 4)] {
+        let f = layout_filter(layout, 1_000, 0.001);
+        for _ in 0..most {
+            f.insert("same").unwrap();
+        }
+        assert_eq!(f.count("same"), most);
+        assert_eq!(f.insert("same"), Err(InsertError::TooManyCopies));
+        assert_eq!(f.count("same"), most);
+        assert!(f.remove("same"));
+        assert_eq!(f.count("same"), most - 1);
     }
-    assert_eq!(f.count("same"), 8);
-    assert_eq!(f.insert("same"), Err(InsertError::TooManyCopies));
-    assert_eq!(f.count("same"), 8);
-    assert!(f.remove("same"));
-    assert_eq!(f.count("same"), 7);
 }
 
 #[test]
@@ -127,6 +146,25 @@ fn bad_configuration_is_an_error() {
     assert!(b().stripes(1024).build().is_ok());
     let msg = b().false_positive_rate(0.0).build().unwrap_err().to_string();
     assert!(msg.contains("between 0 and 1"), "{msg}");
+    // Windowed filters are fixed-size, and as hard to overflow.
+    let w = || b().layout(Layout::Windows);
+    assert_eq!(
+        w().max_capacity(20).build().unwrap_err(),
+        BuildError::WindowsCannotGrow { capacity: 10, max_capacity: 20 }
+    );
+    assert_eq!(w().max_capacity(19).build().unwrap().stats().doublings_left, 0);
+    assert!(matches!(
+        CuckooFilter::builder().capacity(usize::MAX).layout(Layout::Windows).build(),
+        Err(BuildError::CapacityTooLarge { .. })
+    ));
+    assert!(matches!(
+        CuckooFilter::builder().capacity(usize::MAX / 64).layout(Layout::Windows).build(),
+        Err(BuildError::CapacityTooLarge { .. } | BuildError::OutOfMemory { .. })
+    ));
+    assert!(matches!(
+        w().false_positive_rate(1e-12).build(),
+        Err(BuildError::FalsePositiveRateTooSmall { .. })
+    ));
     assert_eq!(
         b().max_capacity(9).build().unwrap_err(),
         BuildError::MaxCapacityBelowCapacity { capacity: 10, max_capacity: 9 }
@@ -284,11 +322,15 @@ fn op() -> impl Strategy<Value = Op> {
 fn contains_batch_agrees_with_contains() {
     // Narrow (13-bit) and wide (23-bit) slots, fixed-size and grown, batches of every
     // length around the group size.
-    for (eps, max) in [(0.001, 20_000), (0.001, 80_000), (1e-6, 20_000), (1e-6, 80_000)] {
+    let cases = [(0.001, 20_000), (0.001, 80_000), (1e-6, 20_000), (1e-6, 80_000), (0.001, 0)];
+    for (eps, max) in cases {
+        // `max` 0: a windowed filter.
+        let layout = if max == 0 { Layout::Windows } else { Layout::Buckets };
         let f = CuckooFilter::builder()
             .capacity(20_000)
-            .max_capacity(max)
+            .max_capacity(max.max(20_000))
             .false_positive_rate(eps)
+            .layout(layout)
             .seed(3)
             .build()
             .unwrap();
@@ -310,9 +352,10 @@ proptest! {
     /// Against a multiset: present keys are always found, counts never undercount, and
     /// with 31-bit fingerprints (collisions ~1e-9) the filter behaves exactly like the model.
     #[test]
-    fn behaves_like_a_multiset(ops in prop::collection::vec(op(), 1..400), seed in any::<u64>(), exact in any::<bool>()) {
+    fn behaves_like_a_multiset(ops in prop::collection::vec(op(), 1..400), seed in any::<u64>(), exact in any::<bool>(), windows in any::<bool>()) {
         let eps = if exact { 2e-9 } else { 0.05 };
-        let f = CuckooFilter::builder().capacity(64).false_positive_rate(eps).seed(seed).build().unwrap();
+        let layout = if windows { Layout::Windows } else { Layout::Buckets };
+        let f = CuckooFilter::builder().capacity(64).false_positive_rate(eps).layout(layout).seed(seed).build().unwrap();
         let mut model: HashMap<u16, usize> = HashMap::new();
         for op in ops {
             match op {
