@@ -186,7 +186,8 @@ impl Word for u128 {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Lanes<S: Shape> {
     slot_bits: u32,
-    /// Each lane's offset bit, set in the lanes past the first (windows only).
+    /// Each lane's offset bit, set in the lanes past the first (windows only; buckets of 4
+    /// never read it).
     offsets: S::Word,
     /// The highest bit of every lane.
     highs: S::Word,
@@ -259,8 +260,9 @@ impl<S: Shape> Lanes<S> {
         let v = S::Word::from_u64(value);
         let two = v | v << self.slot_bits;
         match S::SLOTS {
-            2 => two | self.offsets,
-            _ => two | two << (2 * self.slot_bits) | self.offsets,
+            2 if S::WINDOWED => two | self.offsets,
+            2 => two,
+            _ => two | two << (2 * self.slot_bits),
         }
     }
 

@@ -82,6 +82,8 @@ pub enum Layout {
 pub(crate) struct Geometry {
     layout: Layout,
     base_buckets: usize,
+    /// Groups of 63 windows (windows only).
+    groups: usize,
     level: u32,
     extension_bits: u32,
     fingerprint_bits: u32,
@@ -138,13 +140,14 @@ const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Windows per group of 64 slots (see `bucket.rs`); a windowed table has whole groups.
 pub(crate) const WINDOW_GROUP: usize = 63;
 
-/// The units modulo 63 other than ±1, each with its inverse.
-const UNITS: [(u8, u8); 34] = units();
+/// 32 of the 34 units modulo 63 other than ±1, each with its inverse (32, so that a
+/// fingerprint picks one with a mask).
+const UNITS: [(u8, u8); 32] = units();
 
-const fn units() -> [(u8, u8); 34] {
-    let mut units = [(0, 0); 34];
+const fn units() -> [(u8, u8); 32] {
+    let mut units = [(0, 0); 32];
     let (mut a, mut found) = (2, 0);
-    while a < 62 {
+    while found < 32 {
         if a % 3 != 0 && a % 7 != 0 {
             let mut inverse = 1;
             while a * inverse % 63 != 1 {
@@ -171,7 +174,12 @@ struct WindowMap {
 impl WindowMap {
     #[inline]
     fn forward(&self, window: usize, groups: usize) -> usize {
-        let (group, position) = (window / WINDOW_GROUP, window % WINDOW_GROUP);
+        self.forward_from(window / WINDOW_GROUP, window % WINDOW_GROUP, groups)
+    }
+
+    /// [`WindowMap::forward`] from the window's group and position in it.
+    #[inline]
+    fn forward_from(&self, group: usize, position: usize, groups: usize) -> usize {
         let group = group + self.groups;
         let group = if group >= groups { group - groups } else { group };
         group * WINDOW_GROUP + (self.a * position + self.b) % WINDOW_GROUP
@@ -200,7 +208,8 @@ impl Geometry {
             fingerprint_bits >= 1 && fingerprint_bits + extension_bits <= layout.max_fingerprint_bits()
         );
         debug_assert!(layout == Layout::Buckets || (extension_bits == 0 && buckets % WINDOW_GROUP == 0));
-        Geometry { layout, base_buckets: buckets, level: 0, extension_bits, fingerprint_bits }
+        let groups = Self::groups_of(layout, buckets);
+        Geometry { layout, base_buckets: buckets, groups, level: 0, extension_bits, fingerprint_bits }
     }
 
     /// A geometry read from a snapshot: `None` unless it is one that [`Geometry::new`] and
@@ -219,7 +228,15 @@ impl Geometry {
             && level <= extension_bits
             && base_buckets.checked_mul(1usize.checked_shl(extension_bits)?)?.checked_mul(SLOTS).is_some()
             && (layout == Layout::Buckets || base_buckets % WINDOW_GROUP == 0);
-        valid.then_some(Geometry { layout, base_buckets, level, extension_bits, fingerprint_bits })
+        let groups = Self::groups_of(layout, base_buckets);
+        valid.then_some(Geometry { layout, base_buckets, groups, level, extension_bits, fingerprint_bits })
+    }
+
+    fn groups_of(layout: Layout, buckets: usize) -> usize {
+        match layout {
+            Layout::Buckets => 0,
+            Layout::Windows => buckets / WINDOW_GROUP,
+        }
     }
 
     pub(crate) fn layout(&self) -> Layout {
@@ -302,6 +319,23 @@ impl Geometry {
     /// The key with hash `hash`.
     #[inline]
     pub(crate) fn probe(&self, hash: u64) -> Probe {
+        self.probe_as(hash, self.layout == Layout::Windows)
+    }
+
+    /// [`Geometry::probe`] where the caller knows the layout when compiled: `windowed` is
+    /// a constant at every call from a table, so the other layout's arithmetic is dropped.
+    #[inline(always)]
+    pub(crate) fn probe_as(&self, hash: u64, windowed: bool) -> Probe {
+        if windowed {
+            // `i1 = fast_range(hash, 63 G)`, as group and position: `hash * G` gives the
+            // group and, in its low word, the fraction that gives the position.
+            let t = hash as u128 * self.groups as u128;
+            let (group, position) = ((t >> 64) as usize, fast_range(t as u64, WINDOW_GROUP));
+            let fp = 1 + (((hash as u32 as u64) * ((1u64 << self.fingerprint_bits) - 1)) >> 32);
+            let i1 = group * WINDOW_GROUP + position;
+            let i2 = self.window_map(fp).forward_from(group, position, self.groups);
+            return Probe { i1, i2, v1: fp << 2, v2: fp << 2 | 2, ext: 0 };
+        }
         let t = hash as u128 * self.base_buckets as u128;
         let (base, frac) = ((t >> 64) as usize, t as u64);
         let i1 =
@@ -310,22 +344,22 @@ impl Geometry {
         let ext = if left == 0 { 0 } else { (frac >> (64 - self.extension_bits)) & ((1 << left) - 1) };
         let fp_range = (1u64 << self.fingerprint_bits) - 1;
         let fp = 1 + (((hash as u32 as u64) * fp_range) >> 32);
-        let i2 = self.forward(i1, fp);
-        let tag_bits = self.layout.tag_bits();
+        let i2 = self.forward(i1, fp, windowed);
+        let tag_bits = 1 + windowed as u32;
         Probe { i1, i2, v1: fp << tag_bits, v2: (fp << tag_bits) | 1 << (tag_bits - 1), ext }
     }
 
     /// `D(fp)`, in `[1, B - 1]`.
-    #[inline]
+    #[inline(always)]
     fn distance(&self, fp: u64) -> usize {
         (1 + fast_range(fp.wrapping_mul(MIX), self.base_buckets - 1)) << self.level
     }
 
     /// The second bucket of a key in `bucket` with fingerprint `fp`.
-    #[inline]
-    fn forward(&self, bucket: usize, fp: u64) -> usize {
-        if self.layout == Layout::Windows {
-            return self.window_map(fp).forward(bucket, self.base_buckets / WINDOW_GROUP);
+    #[inline(always)]
+    fn forward(&self, bucket: usize, fp: u64, windowed: bool) -> usize {
+        if windowed {
+            return self.window_map(fp).forward(bucket, self.groups);
         }
         let next = bucket + self.distance(fp);
         if next >= self.buckets() {
@@ -336,10 +370,10 @@ impl Geometry {
     }
 
     /// The first bucket of a key in its second bucket `bucket` with fingerprint `fp`.
-    #[inline]
-    fn backward(&self, bucket: usize, fp: u64) -> usize {
-        if self.layout == Layout::Windows {
-            return self.window_map(fp).backward(bucket, self.base_buckets / WINDOW_GROUP);
+    #[inline(always)]
+    fn backward(&self, bucket: usize, fp: u64, windowed: bool) -> usize {
+        if windowed {
+            return self.window_map(fp).backward(bucket, self.groups);
         }
         let d = self.distance(fp);
         if bucket >= d {
@@ -349,33 +383,42 @@ impl Geometry {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn window_map(&self, fp: u64) -> WindowMap {
         let mixed = fp.wrapping_mul(MIX);
-        let groups = self.base_buckets / WINDOW_GROUP;
-        let (a, a_inverse) = UNITS[fast_range(mixed.rotate_left(21), UNITS.len())];
+        let groups = self.groups;
+        // The group distance from the high bits, the rest from the low ones.
+        let (a, a_inverse) = UNITS[mixed as usize % UNITS.len()];
         WindowMap {
             groups: 1 + fast_range(mixed, groups - 1),
             a: a as usize,
             a_inverse: a_inverse as usize,
-            b: fast_range(mixed.rotate_left(42), WINDOW_GROUP),
+            b: ((mixed >> 5) as u32 as usize * WINDOW_GROUP) >> 32,
         }
     }
 
     /// The other bucket of the entry with lane value `value` in lane `lane` of `bucket`,
     /// and its lane value there at offset 0 (in a window, the lane it lands in adds its
     /// offset).
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn other(&self, bucket: usize, lane: usize, value: u64) -> (usize, u64) {
-        let tag_bits = self.layout.tag_bits();
+        self.other_as(bucket, lane, value, self.layout == Layout::Windows)
+    }
+
+    /// [`Geometry::other`] where the caller knows the layout when compiled (see
+    /// [`Geometry::probe_as`]).
+    #[inline(always)]
+    pub(crate) fn other_as(&self, bucket: usize, lane: usize, value: u64, windowed: bool) -> (usize, u64) {
+        let tag_bits = 1 + windowed as u32;
         let choice = 1 << (tag_bits - 1);
         // In a window the entry's own window starts `offset` slots before its slot.
-        let own = match self.layout {
-            Layout::Buckets => bucket,
-            Layout::Windows => bucket + lane - (value & 1) as usize,
-        };
+        let own = if windowed { bucket + lane - (value & 1) as usize } else { bucket };
         let fp = value >> tag_bits;
-        let other = if value & choice == 0 { self.forward(own, fp) } else { self.backward(own, fp) };
+        let other = if value & choice == 0 {
+            self.forward(own, fp, windowed)
+        } else {
+            self.backward(own, fp, windowed)
+        };
         (other, (value ^ choice) & !(choice - 1))
     }
 
@@ -469,7 +512,7 @@ mod tests {
             let p = g.probe(hash);
             let fp = p.v1 >> 2;
             if p.i1 % WINDOW_GROUP < WINDOW_GROUP - 1 {
-                let next = g.forward(p.i1 + 1, fp);
+                let next = g.forward(p.i1 + 1, fp, true);
                 prop_assert!(next.abs_diff(p.i2) > 1);
             }
         }

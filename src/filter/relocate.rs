@@ -33,6 +33,10 @@ fn budget<S: Shape>() -> (usize, usize) {
 /// Longest path searched in any layout.
 const MAX_PATH: usize = 16;
 
+/// Entries of a windowed search's record of expanded windows (`2^12`, for the hash's top
+/// 12 bits).
+const EXPANDED: usize = 1 << 12;
+
 /// One move of a path: the entry `value` in slot `lane` of `bucket` goes to a free slot of
 /// bucket `to`, where its lane value is `moved` (plus the slot's offset, in a window).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,16 +74,21 @@ struct Node {
 
 /// The moves open to the entry in lane `lane` of `bucket`, whose contents are `contents`:
 /// to its other bucket, and in a window also to the other slot of its own window, when
-/// that window is not `bucket` (the search read it through a neighbour).
-fn moves<S: Shape>(table: &Table<S>, bucket: usize, contents: S::Word, lane: usize) -> [Option<Hop>; 2] {
+/// that window is not `bucket` (the search read it through a neighbour). The first
+/// `count` of the returned moves are open.
+#[inline]
+fn moves<S: Shape>(table: &Table<S>, bucket: usize, contents: S::Word, lane: usize) -> ([Hop; 2], usize) {
     let value = table.lanes().lane(contents, lane);
-    let hop = |(to, moved)| Hop { bucket, lane, value, to, moved };
     let geometry = table.geometry();
-    let own = match S::WINDOWED {
-        true => Some(geometry.own(bucket, lane, value)).filter(|&(own, _)| own != bucket),
-        false => None,
-    };
-    [Some(hop(geometry.other(bucket, lane, value))), own.map(hop)]
+    let (to, moved) = geometry.other_as(bucket, lane, value, S::WINDOWED);
+    let other = Hop { bucket, lane, value, to, moved };
+    if S::WINDOWED {
+        let (to, moved) = geometry.own(bucket, lane, value);
+        if to != bucket {
+            return ([other, Hop { to, moved, ..other }], 2);
+        }
+    }
+    ([other, other], 1)
 }
 
 /// A path that frees a slot in one of `roots`; empty if a root already has a free slot.
@@ -94,34 +103,45 @@ pub(crate) fn find_path<S: Shape>(table: &Table<S>, roots: [usize; 2]) -> Option
     if contents.iter().any(|&c| lanes.empties(c).any()) {
         return Some(Path::EMPTY);
     }
-    let root_moves = || {
-        roots.into_iter().zip(contents).flat_map(move |(bucket, contents)| {
-            (0..S::SLOTS).flat_map(move |lane| moves(table, bucket, contents, lane)).flatten()
-        })
-    };
-    for hop in root_moves() {
-        if lanes.empties(table.load_bucket(hop.to)).any() {
-            let mut path = Path::EMPTY;
-            path.hops[0] = hop;
-            path.len = 1;
-            return Some(path);
+    for (&bucket, &contents) in roots.iter().zip(&contents) {
+        for lane in 0..S::SLOTS {
+            let (hops, count) = moves(table, bucket, contents, lane);
+            for &hop in &hops[..count] {
+                if lanes.empties(table.load_bucket(hop.to)).any() {
+                    let mut path = Path::EMPTY;
+                    path.hops[0] = hop;
+                    path.len = 1;
+                    return Some(path);
+                }
+            }
         }
     }
 
     let mut nodes: Vec<Node> = Vec::with_capacity(256.min(budget));
-    nodes.extend(root_moves().map(|hop| Node { hop, parent: None, depth: 1 }));
+    for (&bucket, &contents) in roots.iter().zip(&contents) {
+        for lane in 0..S::SLOTS {
+            let (hops, count) = moves(table, bucket, contents, lane);
+            nodes.extend(hops[..count].iter().map(|&hop| Node { hop, parent: None, depth: 1 }));
+        }
+    }
     let mut next = 0;
-    let mut expanded = std::collections::HashSet::new();
+    // Windows expanded so far, in a direct-mapped record: a window whose entry another
+    // overwrote may be expanded again, which costs budget, never a path.
+    let mut expanded = if S::WINDOWED { vec![usize::MAX; EXPANDED] } else { Vec::new() };
     while next < nodes.len() {
         let Node { hop, depth, .. } = nodes[next];
         let contents = table.load_bucket(hop.to);
         if lanes.empties(contents).any() {
             return Some(path_to(&nodes, next));
         }
-        let fresh = !S::WINDOWED || expanded.insert(hop.to);
+        let fresh = !S::WINDOWED || {
+            let seen = &mut expanded[((hop.to as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize];
+            std::mem::replace(seen, hop.to) != hop.to
+        };
         if fresh && nodes.len() + 2 * S::SLOTS <= budget && (depth as usize) < max_path {
             for lane in 0..S::SLOTS {
-                for child in moves(table, hop.to, contents, lane).into_iter().flatten() {
+                let (children, count) = moves(table, hop.to, contents, lane);
+                for &child in &children[..count] {
                     // Start loading the bucket this child would move to, which the search
                     // reads when the child's turn comes.
                     table.prefetch_bucket(child.to);

@@ -153,7 +153,7 @@ impl<S: Shape> Table<S> {
     /// Where the key with hash `hash` goes.
     #[inline]
     pub(crate) fn probe(&self, hash: u64) -> Probe {
-        self.geometry.probe(hash)
+        self.geometry.probe_as(hash, S::WINDOWED)
     }
 
     pub(crate) fn stripe_count(&self) -> usize {
