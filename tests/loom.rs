@@ -137,6 +137,7 @@ fn reader_finds_key_relocated_back_to_its_first_bucket() {
 }
 
 /// A windowed filter of one group: 63 windows of 2 over 64 slots, 7-bit fingerprints.
+/// Windows are numbered by their first slot.
 fn tiny_windows() -> CuckooFilter {
     let f = CuckooFilter::builder()
         .capacity(50)
@@ -191,7 +192,7 @@ fn window_move_setup() -> (CuckooFilter, u64, u64, Vec<u64>) {
 /// first slot of `x - 1` is free.
 fn within_window_setup() -> (CuckooFilter, u64, u64, Vec<u64>) {
     let f = tiny_windows();
-    let b = key_where(&f, 2_000_000, |[x, z]| x % 63 != 0 && apart(&f, &[x - 1, z]) && apart(&f, &[x, z]));
+    let b = key_where(&f, 2_000_000, |[x, z]| x % 64 != 0 && apart(&f, &[x - 1, z]) && apart(&f, &[x, z]));
     let [x, z] = f.debug_buckets(&b);
     let e =
         key_where(&f, 1_000_000, |[i1, y]| i1 == x - 1 && apart(&f, &[x - 1, z, y]) && apart(&f, &[x, y]));

@@ -256,7 +256,7 @@ fn windowed_snapshots_are_checked() {
     reseal(&mut unknown);
     assert!(matches!(restore(&unknown), SnapshotError::Inconsistent { detail: "unknown layout" }));
     let mut partial_group = bytes.clone();
-    partial_group[FINGERPRINT_BITS + 4] += 1; // 127 windows: not whole groups of 63
+    partial_group[FINGERPRINT_BITS + 4] += 1; // 129 window numbers: not whole groups of 64
     reseal(&mut partial_group);
     assert!(matches!(restore(&partial_group), SnapshotError::Inconsistent { .. }));
 

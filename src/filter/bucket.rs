@@ -42,7 +42,7 @@ pub(crate) trait Shape: Copy + Debug + Send + Sync + 'static {
     const SLOTS: usize;
     /// Whether buckets overlap (windows): an entry then stores its offset in its bucket.
     const WINDOWED: bool;
-    /// Buckets per group of [`GROUP_SLOTS`] slots; no bucket spans two groups.
+    /// Bucket numbers per group of [`GROUP_SLOTS`] slots; no bucket spans two groups.
     const PER_GROUP: usize;
     /// The first slot of bucket `bucket`.
     fn first_slot(bucket: usize) -> usize;
@@ -64,7 +64,9 @@ impl<W: Word> Shape for Buckets<W> {
 }
 
 /// Windows of 2 slots, one starting at every slot but the last of each group (so that no
-/// window spans two groups, or two stripes).
+/// window spans two groups, or two stripes). A window is numbered by its first slot, so a
+/// windowed table of `s` slots has `s` window numbers, of which those `≡ 63 (mod 64)` are
+/// unused.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Windows;
 
@@ -72,26 +74,19 @@ impl Shape for Windows {
     type Word = u64;
     const SLOTS: usize = 2;
     const WINDOWED: bool = true;
-    const PER_GROUP: usize = GROUP_SLOTS - 1;
+    const PER_GROUP: usize = GROUP_SLOTS;
     #[inline]
     fn first_slot(bucket: usize) -> usize {
-        bucket + bucket / Self::PER_GROUP
+        bucket
     }
 }
 
 impl Windows {
     /// The window an entry in slot `slot` with offset `offset` belongs to, if that window
-    /// exists among the first `windows`.
-    pub(crate) fn window_of(slot: usize, offset: usize, windows: usize) -> Option<usize> {
+    /// exists in a table of `slots` slots.
+    pub(crate) fn window_of(slot: usize, offset: usize, slots: usize) -> Option<usize> {
         let start = slot.checked_sub(offset)?;
-        let window = start - start / GROUP_SLOTS;
-        (start % GROUP_SLOTS != GROUP_SLOTS - 1 && window < windows).then_some(window)
-    }
-
-    /// Slots that `windows` windows cover (`usize::MAX` if that overflows).
-    pub(crate) fn slots(windows: usize) -> usize {
-        let last = windows - 1;
-        last.saturating_add(last / Self::PER_GROUP).saturating_add(2)
+        (start % GROUP_SLOTS != GROUP_SLOTS - 1 && start < slots).then_some(start)
     }
 }
 
@@ -391,22 +386,21 @@ mod tests {
 
     #[test]
     fn windows_tile_each_group_without_crossing_it() {
-        let windows = 3 * Windows::PER_GROUP + 5;
-        let mut covered = vec![0; Windows::slots(windows)];
-        for w in 0..windows {
+        let slots = 3 * GROUP_SLOTS;
+        let mut covered = vec![0; slots];
+        for w in (0..slots).filter(|w| w % GROUP_SLOTS != GROUP_SLOTS - 1) {
             let first = Windows::first_slot(w);
             assert_eq!(first / GROUP_SLOTS, (first + 1) / GROUP_SLOTS, "window {w} spans two groups");
-            assert_eq!(w / Windows::PER_GROUP, first / GROUP_SLOTS);
             for offset in 0..2 {
                 covered[first + offset] += 1;
-                assert_eq!(Windows::window_of(first + offset, offset, windows), Some(w));
+                assert_eq!(Windows::window_of(first + offset, offset, slots), Some(w));
             }
         }
         assert!(covered.iter().all(|&c| c >= 1));
-        assert_eq!(Windows::window_of(GROUP_SLOTS - 1, 0, windows), None);
-        assert_eq!(Windows::window_of(GROUP_SLOTS, 1, windows), None);
-        assert_eq!(Windows::window_of(0, 1, windows), None);
-        assert_eq!(Windows::window_of(Windows::slots(windows) - 1, 0, windows), None);
+        assert_eq!(Windows::window_of(GROUP_SLOTS - 1, 0, slots), None);
+        assert_eq!(Windows::window_of(GROUP_SLOTS, 1, slots), None);
+        assert_eq!(Windows::window_of(0, 1, slots), None);
+        assert_eq!(Windows::window_of(slots - 1, 0, slots), None);
     }
 
     /// `lowest` divides by the slot width with a multiply: check every width and every

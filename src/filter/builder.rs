@@ -57,8 +57,8 @@ pub(crate) fn buckets_for(layout: Layout, capacity: usize) -> Option<usize> {
     let slots = (capacity as u128 * 1000).div_ceil(target_load_permille(layout));
     let buckets = match layout {
         Layout::Buckets => slots.div_ceil(SLOTS as u128),
-        // Whole groups of 64 slots, 63 windows each (the last slot starts no window).
-        Layout::Windows => slots.div_ceil(GROUP_SLOTS as u128) * 63,
+        // Whole groups of 64 slots; a window is numbered by its first slot.
+        Layout::Windows => slots.div_ceil(GROUP_SLOTS as u128) * GROUP_SLOTS as u128,
     };
     usize::try_from(buckets.max(2)).ok()
 }

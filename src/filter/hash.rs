@@ -60,7 +60,7 @@
 //! 63 (not ±1) drawn from it too, so that neighbours land apart and the map can be inverted. Windows cannot double by splitting (neighbouring
 //! entries would collide in a child window), so windowed filters are fixed-size.
 
-use super::bucket::{Windows, SLOTS};
+use super::bucket::{GROUP_SLOTS, SLOTS};
 
 /// How a filter arranges its slots; chosen with
 /// [`FilterBuilder::layout`](crate::FilterBuilder::layout).
@@ -137,7 +137,8 @@ impl Layout {
 /// Fibonacci-hashing multiplier used to spread a fingerprint before range reduction.
 const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
 
-/// Windows per group of 64 slots (see `bucket.rs`); a windowed table has whole groups.
+/// Windows per group of 64 slots (see `bucket.rs`); a windowed table has whole groups,
+/// and numbers a window by its first slot, `64 g + r` for position `r < 63` in group `g`.
 pub(crate) const WINDOW_GROUP: usize = 63;
 
 /// 32 of the 34 units modulo 63 other than ±1, each with its inverse (32, so that a
@@ -174,7 +175,7 @@ struct WindowMap {
 impl WindowMap {
     #[inline]
     fn forward(&self, window: usize, groups: usize) -> usize {
-        self.forward_from(window / WINDOW_GROUP, window % WINDOW_GROUP, groups)
+        self.forward_from(window / GROUP_SLOTS, window % GROUP_SLOTS, groups)
     }
 
     /// [`WindowMap::forward`] from the window's group and position in it.
@@ -182,14 +183,14 @@ impl WindowMap {
     fn forward_from(&self, group: usize, position: usize, groups: usize) -> usize {
         let group = group + self.groups;
         let group = if group >= groups { group - groups } else { group };
-        group * WINDOW_GROUP + (self.a * position + self.b) % WINDOW_GROUP
+        group * GROUP_SLOTS + (self.a * position + self.b) % WINDOW_GROUP
     }
 
     #[inline]
     fn backward(&self, window: usize, groups: usize) -> usize {
-        let (group, position) = (window / WINDOW_GROUP, window % WINDOW_GROUP);
+        let (group, position) = (window / GROUP_SLOTS, window % GROUP_SLOTS);
         let group = if group >= self.groups { group - self.groups } else { group + groups - self.groups };
-        group * WINDOW_GROUP + self.a_inverse * (position + WINDOW_GROUP - self.b) % WINDOW_GROUP
+        group * GROUP_SLOTS + self.a_inverse * (position + WINDOW_GROUP - self.b) % WINDOW_GROUP
     }
 }
 
@@ -207,7 +208,7 @@ impl Geometry {
         debug_assert!(
             fingerprint_bits >= 1 && fingerprint_bits + extension_bits <= layout.max_fingerprint_bits()
         );
-        debug_assert!(layout == Layout::Buckets || (extension_bits == 0 && buckets % WINDOW_GROUP == 0));
+        debug_assert!(layout == Layout::Buckets || (extension_bits == 0 && buckets % GROUP_SLOTS == 0));
         let groups = Self::groups_of(layout, buckets);
         Geometry { layout, base_buckets: buckets, groups, level: 0, extension_bits, fingerprint_bits }
     }
@@ -227,7 +228,7 @@ impl Geometry {
             && (layout == Layout::Buckets || extension_bits == 0)
             && level <= extension_bits
             && base_buckets.checked_mul(1usize.checked_shl(extension_bits)?)?.checked_mul(SLOTS).is_some()
-            && (layout == Layout::Buckets || base_buckets % WINDOW_GROUP == 0);
+            && (layout == Layout::Buckets || base_buckets % GROUP_SLOTS == 0);
         let groups = Self::groups_of(layout, base_buckets);
         valid.then_some(Geometry { layout, base_buckets, groups, level, extension_bits, fingerprint_bits })
     }
@@ -235,7 +236,7 @@ impl Geometry {
     fn groups_of(layout: Layout, buckets: usize) -> usize {
         match layout {
             Layout::Buckets => 0,
-            Layout::Windows => buckets / WINDOW_GROUP,
+            Layout::Windows => buckets / GROUP_SLOTS,
         }
     }
 
@@ -282,12 +283,20 @@ impl Geometry {
         self.base_buckets << self.level
     }
 
+    /// Buckets, or windows (`63` per group of 64 slots).
+    pub(crate) fn places(&self) -> usize {
+        match self.layout {
+            Layout::Buckets => self.buckets(),
+            Layout::Windows => self.groups * WINDOW_GROUP,
+        }
+    }
+
     /// Slots: the most fingerprints the table can hold (`usize::MAX` if that overflows,
     /// which no allocation can satisfy).
     pub(crate) fn slots(&self) -> usize {
         match self.layout {
             Layout::Buckets => self.buckets().saturating_mul(SLOTS),
-            Layout::Windows => Windows::slots(self.buckets()),
+            Layout::Windows => self.buckets(),
         }
     }
 
@@ -332,7 +341,7 @@ impl Geometry {
             let t = hash as u128 * self.groups as u128;
             let (group, position) = ((t >> 64) as usize, fast_range(t as u64, WINDOW_GROUP));
             let fp = 1 + (((hash as u32 as u64) * ((1u64 << self.fingerprint_bits) - 1)) >> 32);
-            let i1 = group * WINDOW_GROUP + position;
+            let i1 = group * GROUP_SLOTS + position;
             let i2 = self.window_map(fp).forward_from(group, position, self.groups);
             return Probe { i1, i2, v1: fp << 2, v2: fp << 2 | 2, ext: 0 };
         }
@@ -480,7 +489,7 @@ mod tests {
         assert_eq!(g.slot_bits(), 13);
         assert_eq!(g.doublings_left(), 0);
         assert_eq!(g.false_positive_rate(1.0), Geometry::fpr_at(Layout::Buckets, 12, 1.0));
-        let w = Geometry::new(Layout::Windows, 63 * 16, 10, 0);
+        let w = Geometry::new(Layout::Windows, 64 * 16, 10, 0);
         assert_eq!((w.slot_bits(), w.slots()), (12, 64 * 16));
     }
 
@@ -489,12 +498,13 @@ mod tests {
         /// window, and moving it back gives the first.
         #[test]
         fn other_window_round_trips(groups in 1usize..1 << 34, fbits in 1u32..=30, hash in any::<u64>(), lanes in any::<[bool; 2]>()) {
-            let windows = groups * WINDOW_GROUP;
-            let g = Geometry::new(Layout::Windows, windows, fbits, 0);
+            let slots = groups * GROUP_SLOTS;
+            let g = Geometry::new(Layout::Windows, slots, fbits, 0);
             let p = g.probe(hash);
-            prop_assert!(p.i1 < windows && p.i2 < windows);
+            prop_assert!(p.i1 < slots && p.i2 < slots);
+            prop_assert!(p.i1 % GROUP_SLOTS < WINDOW_GROUP && p.i2 % GROUP_SLOTS < WINDOW_GROUP);
             // Different groups, unless there is only one.
-            prop_assert!(groups == 1 || p.i1 / WINDOW_GROUP != p.i2 / WINDOW_GROUP);
+            prop_assert!(groups == 1 || p.i1 / GROUP_SLOTS != p.i2 / GROUP_SLOTS);
             prop_assert!(p.v1 & 3 == 0 && p.v2 == p.v1 | 2);
             let [l1, l2] = lanes.map(usize::from);
             // The entry in lane l of its window holds `v | l`; read from the window
@@ -508,10 +518,10 @@ mod tests {
         /// neighbours (the map's multiplier is not ±1).
         #[test]
         fn neighbours_land_apart(groups in 2usize..1 << 20, fbits in 1u32..=30, hash in any::<u64>()) {
-            let g = Geometry::new(Layout::Windows, groups * WINDOW_GROUP, fbits, 0);
+            let g = Geometry::new(Layout::Windows, groups * GROUP_SLOTS, fbits, 0);
             let p = g.probe(hash);
             let fp = p.v1 >> 2;
-            if p.i1 % WINDOW_GROUP < WINDOW_GROUP - 1 {
+            if p.i1 % GROUP_SLOTS < WINDOW_GROUP - 1 {
                 let next = g.forward(p.i1 + 1, fp, true);
                 prop_assert!(next.abs_diff(p.i2) > 1);
             }

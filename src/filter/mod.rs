@@ -634,7 +634,7 @@ impl CuckooFilter {
             memory_bytes,
             fingerprint_bits: geometry.fingerprint_bits(),
             slot_bits: geometry.slot_bits(),
-            buckets: geometry.buckets(),
+            buckets: geometry.places(),
             layout: geometry.layout(),
             stripes,
             relocations: totals.relocations,
