@@ -33,6 +33,12 @@
 //! 12 bits), and a bucket is searched bit-parallel: all four slots are compared to the
 //! fingerprint with a handful of word operations.
 //!
+//! [`Layout::Windows`] replaces the buckets by overlapping *windows* of 2 slots (section
+//! 3.2 of the same paper): a slot also records its offset in its window, a lookup
+//! compares 4 slots instead of 8, and the fingerprint can be two bits shorter for the same
+//! ε, one bit per item less in all. An entry can then also move to the other slot of its
+//! own window. Windows never span a stripe group, and windowed filters do not grow.
+//!
 //! An insert takes a free slot in either bucket. When both are full it searches breadth-
 //! first for a *cuckoo path* (a chain of fingerprints, each movable to its other bucket,
 //! ending at a free slot) without moving anything, then moves the fingerprints from the
@@ -62,8 +68,8 @@
 //! * Lookups take no lock and write no shared memory: they read the two version stamps,
 //!   the two buckets, then re-check the stamps, retrying if a writer intervened; after 16
 //!   failed tries they lock, so they cannot starve.
-//! * Every stored fingerprint is, at every instant, in one of its two buckets, and every
-//!   move happens in one lock hold over both buckets. Hence **a lookup for a key
+//! * Every stored fingerprint is, at every instant, in one of its two buckets (or
+//!   windows), and every move happens in one lock hold over its source and destination. Hence **a lookup for a key
 //!   that was inserted and not removed never misses**, whatever runs concurrently.
 //!   Lookups are linearizable; `len()` sums per-stripe counters and is not.
 //! * `insert_unique` checks and inserts under the same locks: of threads racing on one

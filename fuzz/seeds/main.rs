@@ -1,9 +1,9 @@
 //! Writes seed snapshots for the `restore` fuzz target into the folder given as argument:
-//! empty, filled, grown and full filters at several widths, and gates.
+//! empty, filled, grown and full filters at several widths, windowed filters, and gates.
 
 use std::path::Path;
 
-use cuckoo_gate::{CuckooFilter, SeenBefore};
+use cuckoo_gate::{CuckooFilter, Layout, SeenBefore};
 
 fn main() -> std::io::Result<()> {
     let dir = std::env::args().nth(1).expect("usage: seeds <corpus folder>");
@@ -17,6 +17,14 @@ fn main() -> std::io::Result<()> {
         let mut bytes = Vec::new();
         filter.snapshot(&mut bytes)?;
         std::fs::write(dir.join(format!("filter-{seed}")), bytes)?;
+    }
+    for (eps, keys) in [(0.01, 40), (1e-6, 64)] {
+        let filter = CuckooFilter::builder().capacity(60).false_positive_rate(eps).layout(Layout::Windows).seed(9);
+        let filter = filter.build().unwrap();
+        (0..keys).for_each(|k: u64| drop(filter.insert(&k)));
+        let mut bytes = Vec::new();
+        filter.snapshot(&mut bytes)?;
+        std::fs::write(dir.join(format!("windows-{keys}")), bytes)?;
     }
     let gate = SeenBefore::builder().capacity(4).seed(1).build().unwrap();
     (0..6u64).for_each(|k| gate.record(&k));
