@@ -59,7 +59,7 @@ fn key_where(f: &CuckooFilter, from: u64, want: impl Fn([usize; 2]) -> bool) -> 
     (from..).find(|k| want(f.debug_buckets(k))).unwrap()
 }
 
-/// Fills bucket `b` up to 4 entries with keys whose first bucket is `b`.
+/// Inserts `entries` keys whose first bucket (or window) is `b`, into its free slots.
 fn fill(f: &CuckooFilter, b: usize, from: u64, entries: usize) -> Vec<u64> {
     let mut keys = Vec::new();
     let mut next = from;
@@ -158,19 +158,6 @@ fn apart(f: &CuckooFilter, windows: &[usize]) -> bool {
     slots.windows(2).all(|pair| pair[0] != pair[1])
 }
 
-/// Inserts, into an empty window `w`, `entries` keys whose first window it is.
-fn fill_window(f: &CuckooFilter, w: usize, from: u64, entries: usize) -> Vec<u64> {
-    let mut keys = Vec::new();
-    let mut next = from;
-    while keys.len() < entries {
-        let k = key_where(f, next, |[i1, _]| i1 == w);
-        f.insert(&k).unwrap();
-        keys.push(k);
-        next = k + 1;
-    }
-    keys
-}
-
 /// A windowed table where inserting `b` must move `a` to its other window: `a` sits in
 /// the first slot of `b`'s full first window `x`, `b`'s second window `z` is full, and
 /// `a`'s second window `y` (sharing no slot with `x` or `z`) is empty.
@@ -180,8 +167,8 @@ fn window_move_setup() -> (CuckooFilter, u64, u64, Vec<u64>) {
     let [x, z] = f.debug_buckets(&b);
     let a = key_where(&f, 1_000_000, |[i1, y]| i1 == x && apart(&f, &[x, z, y]));
     f.insert(&a).unwrap();
-    let mut others = fill_window(&f, x, 0, 1);
-    others.extend(fill_window(&f, z, 10_000, 2));
+    let mut others = fill(&f, x, 0, 1);
+    others.extend(fill(&f, z, 10_000, 2));
     assert_eq!(f.stats().relocations, 0);
     (f, a, b, others)
 }
@@ -197,12 +184,12 @@ fn within_window_setup() -> (CuckooFilter, u64, u64, Vec<u64>) {
     let e =
         key_where(&f, 1_000_000, |[i1, y]| i1 == x - 1 && apart(&f, &[x - 1, z, y]) && apart(&f, &[x, y]));
     let [_, y] = f.debug_buckets(&e);
-    let first = fill_window(&f, x - 1, 0, 1)[0];
+    let first = fill(&f, x - 1, 0, 1)[0];
     f.insert(&e).unwrap(); // the second slot of x - 1
     assert!(f.remove(&first));
-    let mut others = fill_window(&f, y, 10_000, 2);
-    others.extend(fill_window(&f, x, 20_000, 1));
-    others.extend(fill_window(&f, z, 30_000, 2));
+    let mut others = fill(&f, y, 10_000, 2);
+    others.extend(fill(&f, x, 20_000, 1));
+    others.extend(fill(&f, z, 30_000, 2));
     assert_eq!(f.stats().relocations, 0);
     (f, e, b, others)
 }

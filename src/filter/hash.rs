@@ -135,7 +135,7 @@ impl Layout {
 }
 
 /// Fibonacci-hashing multiplier used to spread a fingerprint before range reduction.
-const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+pub(crate) const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// Windows per group of 64 slots (see `bucket.rs`); a windowed table has whole groups,
 /// and numbers a window by its first slot, `64 g + r` for position `r < 63` in group `g`.

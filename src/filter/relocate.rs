@@ -8,12 +8,20 @@
 //! stops at the first entry whose other bucket has a free slot, or when its node budget is
 //! spent. Breadth-first finds the shortest path, so few stripes are locked afterwards.
 //!
+//! The path is then executed from its end backwards, one hop at a time: lock the two
+//! stripes of the hop, check that the source slot still holds what the search saw and
+//! that the destination still has a free slot, write the copy, clear the source, unlock.
+//! Every stored fingerprint is at every instant in one of its two buckets, and a reader
+//! whose read overlaps a hop sees a stamp change and retries. A stale hop ends the
+//! attempt early; whatever was already moved stays valid, nothing is ever dropped.
+//!
 //! Windows offer fewer moves per slot than buckets (up to 4 per window pair against 8 per
 //! bucket pair), and neighbouring windows overlap, so near their load threshold the paths
 //! are longer and the search meets the same window from several parents. In a windowed
 //! table the search expands each window once and gets a larger budget.
 
 use super::bucket::{Lanes, Shape};
+use super::hash::MIX;
 use super::stripe::Frozen;
 use super::table::Table;
 use crate::broken;
@@ -135,7 +143,7 @@ pub(crate) fn find_path<S: Shape>(table: &Table<S>, roots: [usize; 2]) -> Option
             return Some(path_to(&nodes, next));
         }
         let fresh = !S::WINDOWED || {
-            let seen = &mut expanded[((hop.to as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize];
+            let seen = &mut expanded[((hop.to as u64).wrapping_mul(MIX) >> 52) as usize];
             std::mem::replace(seen, hop.to) != hop.to
         };
         if fresh && nodes.len() + 2 * S::SLOTS <= budget && (depth as usize) < max_path {
