@@ -181,6 +181,8 @@ impl Word for u128 {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Lanes<S: Shape> {
     slot_bits: u32,
+    /// The lowest bit of every lane.
+    ones: S::Word,
     /// Each lane's offset bit, set in the lanes past the first (windows only; buckets of 4
     /// never read it).
     offsets: S::Word,
@@ -213,7 +215,7 @@ impl<S: Shape> Lanes<S> {
         let bucket_mask =
             if bucket_bits == W::<S>::BITS { !W::<S>::ZERO } else { !(!W::<S>::ZERO << bucket_bits) };
         let lane_of = (1u32 << 16).div_ceil(slot_bits);
-        Lanes { slot_bits, offsets, highs, lows: bucket_mask & !highs, bucket_mask, slot_mask, lane_of }
+        Lanes { slot_bits, ones, offsets, highs, lows: bucket_mask & !highs, bucket_mask, slot_mask, lane_of }
     }
 
     /// What lane `lane` adds to an entry's value: its offset in a window, nothing in a
@@ -248,16 +250,25 @@ impl<S: Shape> Lanes<S> {
         self.slot_mask
     }
 
-    /// `value` in every lane, plus each lane's offset (a shift-or ladder: no wide
-    /// multiply).
+    /// `value` in every lane, plus each lane's offset: one multiply by the lanes' low bits
+    /// for a 64-bit word (no carries: `value` fits a lane), a shift-or ladder for a wider
+    /// one (no wide multiply).
     #[inline]
     pub(crate) fn repeat(&self, value: u64) -> S::Word {
         let v = S::Word::from_u64(value);
-        let two = v | v << self.slot_bits;
-        match S::SLOTS {
-            2 if S::WINDOWED => two | self.offsets,
-            2 => two,
-            _ => two | two << (2 * self.slot_bits),
+        let all = if S::Word::BITS == 64 {
+            S::Word::from_u64(value.wrapping_mul(self.ones.low_u64()))
+        } else {
+            let two = v | v << self.slot_bits;
+            match S::SLOTS {
+                2 => two,
+                _ => two | two << (2 * self.slot_bits),
+            }
+        };
+        if S::WINDOWED {
+            all | self.offsets
+        } else {
+            all
         }
     }
 

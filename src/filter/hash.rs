@@ -82,6 +82,8 @@ pub enum Layout {
 pub(crate) struct Geometry {
     layout: Layout,
     base_buckets: usize,
+    /// `base_buckets << level`.
+    buckets: usize,
     /// Groups of 63 windows (windows only).
     groups: usize,
     level: u32,
@@ -210,7 +212,15 @@ impl Geometry {
         );
         debug_assert!(layout == Layout::Buckets || (extension_bits == 0 && buckets % GROUP_SLOTS == 0));
         let groups = Self::groups_of(layout, buckets);
-        Geometry { layout, base_buckets: buckets, groups, level: 0, extension_bits, fingerprint_bits }
+        Geometry {
+            layout,
+            base_buckets: buckets,
+            buckets,
+            groups,
+            level: 0,
+            extension_bits,
+            fingerprint_bits,
+        }
     }
 
     /// A geometry read from a snapshot: `None` unless it is one that [`Geometry::new`] and
@@ -230,7 +240,16 @@ impl Geometry {
             && base_buckets.checked_mul(1usize.checked_shl(extension_bits)?)?.checked_mul(SLOTS).is_some()
             && (layout == Layout::Buckets || base_buckets % GROUP_SLOTS == 0);
         let groups = Self::groups_of(layout, base_buckets);
-        valid.then_some(Geometry { layout, base_buckets, groups, level, extension_bits, fingerprint_bits })
+        let buckets = base_buckets.wrapping_shl(level); // exact when `valid`
+        valid.then_some(Geometry {
+            layout,
+            base_buckets,
+            buckets,
+            groups,
+            level,
+            extension_bits,
+            fingerprint_bits,
+        })
     }
 
     fn groups_of(layout: Layout, buckets: usize) -> usize {
@@ -258,7 +277,7 @@ impl Geometry {
     /// bucket count fits in `usize`: the builder checks both for the largest level).
     pub(crate) fn doubled(&self) -> Self {
         debug_assert!(self.level < self.extension_bits);
-        Geometry { level: self.level + 1, ..*self }
+        Geometry { level: self.level + 1, buckets: 2 * self.buckets, ..*self }
     }
 
     /// Smallest fingerprint width whose false-positive rate at full load is at most
@@ -280,7 +299,7 @@ impl Geometry {
 
     /// Buckets (windows, in the windowed layout).
     pub(crate) fn buckets(&self) -> usize {
-        self.base_buckets << self.level
+        self.buckets
     }
 
     /// Buckets, or windows (`63` per group of 64 slots).
@@ -345,12 +364,12 @@ impl Geometry {
             let i2 = self.window_map(fp).forward_from(group, position, self.groups);
             return Probe { i1, i2, v1: fp << 2, v2: fp << 2 | 2, ext: 0 };
         }
-        let t = hash as u128 * self.base_buckets as u128;
-        let (base, frac) = ((t >> 64) as usize, t as u64);
-        let i1 =
-            if self.level == 0 { base } else { (base << self.level) | (frac >> (64 - self.level)) as usize };
-        let left = self.doublings_left();
-        let ext = if left == 0 { 0 } else { (frac >> (64 - self.extension_bits)) & ((1 << left) - 1) };
+        // `i1 = fast_range(hash, B 2^level)`: the base bucket's children after each doubling
+        // are chosen by the next bits of the fraction, which also give the extension bits of
+        // the doublings still to come.
+        let t = hash as u128 * self.buckets() as u128;
+        let (i1, frac) = ((t >> 64) as usize, t as u64);
+        let ext = frac >> (63 - self.doublings_left()) >> 1;
         let fp_range = (1u64 << self.fingerprint_bits) - 1;
         let fp = 1 + (((hash as u32 as u64) * fp_range) >> 32);
         let i2 = self.forward(i1, fp, windowed);
@@ -543,6 +562,22 @@ mod tests {
             prop_assert!(p.v1 < 1 << g.lane_bits() && p.ext < 1 << g.doublings_left());
             prop_assert_eq!(g.other(p.i1, 3, p.v1), (p.i2, p.v2));
             prop_assert_eq!(g.other(p.i2, 0, p.v2), (p.i1, p.v1));
+        }
+
+        /// A grown table places keys where the base bucket and the next bits of the
+        /// fraction put them (the form snapshots of grown filters were written with).
+        #[test]
+        fn grown_placement_extends_the_base_one(buckets in 2usize..1 << 40, ext in 1u32..8, level in 0u32..8, hash in any::<u64>()) {
+            let mut g = Geometry::new(Layout::Buckets, buckets, 12, ext);
+            for _ in 0..level % (ext + 1) {
+                g = g.doubled();
+            }
+            let t = hash as u128 * buckets as u128;
+            let (base, frac) = ((t >> 64) as usize, t as u64);
+            let p = g.probe(hash);
+            let children = if g.level() == 0 { 0 } else { (frac >> (64 - g.level())) as usize };
+            prop_assert_eq!(p.i1, base << g.level() | children);
+            prop_assert_eq!(p.ext, (frac >> (64 - ext)) & ((1 << g.doublings_left()) - 1));
         }
 
         /// The split-doubling identity: after a doubling, both of a key's buckets are the

@@ -65,6 +65,9 @@ pub(crate) use self::table::{Locked, Table};
 /// One table, monomorphised for its bucket shape: buckets of 4 slots read into a `u64`
 /// for lanes of up to 16 bits, into a `u128` for wider ones; windows of 2 slots.
 #[derive(Debug)]
+// An explicit tag, where the default layout hides it in a niche of a field and decoding
+// it costs every lookup a few instructions.
+#[repr(u8)]
 pub(crate) enum AnyTable {
     Narrow(Table<Buckets<u64>>),
     Wide(Table<Buckets<u128>>),

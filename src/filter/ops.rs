@@ -91,14 +91,14 @@ impl<S: Shape> Table<S> {
     /// Whether the key of `p` may be present. Lock-free.
     #[inline]
     pub(crate) fn contains(&self, p: Probe) -> bool {
-        let lanes = self.lanes();
-        self.read_pair(p.i1, p.i2, |b1, b2| lanes.matches(b1, p.v1).any() || lanes.matches(b2, p.v2).any())
+        let (b1, b2) = self.read_pair(p.i1, p.i2);
+        self.lanes().matches(b1, p.v1).any() || self.lanes().matches(b2, p.v2).any()
     }
 
     /// Copies of the key of `p` (or of keys indistinguishable from it). Lock-free.
     pub(crate) fn count(&self, p: Probe) -> usize {
-        let lanes = self.lanes();
-        self.read_pair(p.i1, p.i2, |b1, b2| lanes.matches(b1, p.v1).count() + lanes.matches(b2, p.v2).count())
+        let (b1, b2) = self.read_pair(p.i1, p.i2);
+        self.lanes().matches(b1, p.v1).count() + self.lanes().matches(b2, p.v2).count()
     }
 
     /// Removes one copy of the key of `p`; whether one was found.

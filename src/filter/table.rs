@@ -52,8 +52,8 @@ pub(crate) struct Table<S: Shape> {
     words: Box<[AtomicU64]>,
     /// Unspent extension bits, `geometry.doublings_left()` per slot.
     ext: Box<[AtomicU64]>,
+    /// A power of two of them.
     stripes: Box<[Stripe]>,
-    stripe_mask: usize,
 }
 
 /// Bytes a table of this shape needs, or `None` on overflow.
@@ -138,7 +138,6 @@ impl<S: Shape> Table<S> {
             words,
             ext,
             stripes: s.into_boxed_slice(),
-            stripe_mask: stripes - 1,
         })
     }
 
@@ -204,7 +203,8 @@ impl<S: Shape> Table<S> {
 
     #[inline]
     fn stripe_of(&self, bucket: usize) -> usize {
-        (bucket / S::PER_GROUP) & self.stripe_mask
+        // Masking by `len - 1` (a power of two) lets the compiler drop the bounds check.
+        (bucket / S::PER_GROUP) & (self.stripes.len() - 1)
     }
 
     /// Loads bucket `bucket` with `Relaxed` loads: consistent only inside a validated
@@ -238,7 +238,7 @@ impl<S: Shape> Table<S> {
         }
     }
 
-    /// Reads buckets `i1` and `i2` as of one instant and applies `f` to them.
+    /// Buckets `i1` and `i2` as of one instant.
     ///
     /// Lock-free while writers leave the two stripes alone: stamps are taken, the buckets
     /// loaded, the stamps re-checked, and the read retried if a writer came between. After
@@ -247,21 +247,42 @@ impl<S: Shape> Table<S> {
     /// frozen stripes do not change, so the optimistic reads then succeed as soon as both
     /// stripes are frozen.
     #[inline]
-    pub(crate) fn read_pair<R>(&self, i1: usize, i2: usize, f: impl FnOnce(S::Word, S::Word) -> R) -> R {
+    pub(crate) fn read_pair(&self, i1: usize, i2: usize) -> (S::Word, S::Word) {
+        match self.try_read_pair(i1, i2) {
+            Some(buckets) => buckets,
+            None => self.read_pair_contended(i1, i2),
+        }
+    }
+
+    /// One optimistic read of buckets `i1` and `i2`: `None` if a writer held or took
+    /// either stripe meanwhile.
+    #[inline]
+    fn try_read_pair(&self, i1: usize, i2: usize) -> Option<(S::Word, S::Word)> {
         let (a, b) = (&self.stripes[self.stripe_of(i1)], &self.stripes[self.stripe_of(i2)]);
+        let (sa, sb) = (a.optimistic_read()?, b.optimistic_read()?);
+        let (b1, b2) = (self.load_bucket(i1), self.load_bucket(i2));
+        let valid = (a.unchanged_since(sa) && b.unchanged_since(sb)) || broken::SKIP_VALIDATION;
+        valid.then_some((b1, b2))
+    }
+
+    /// [`Table::read_pair`] after its first attempt failed, out of line so that the
+    /// lock-free path carries none of the retry's state.
+    #[cold]
+    #[inline(never)]
+    fn read_pair_contended(&self, i1: usize, i2: usize) -> (S::Word, S::Word) {
+        let mut tries = 1;
         loop {
-            for _ in 0..OPTIMISTIC_TRIES {
-                if let (Some(sa), Some(sb)) = (a.optimistic_read(), b.optimistic_read()) {
-                    let (b1, b2) = (self.load_bucket(i1), self.load_bucket(i2));
-                    if (a.unchanged_since(sa) && b.unchanged_since(sb)) || broken::SKIP_VALIDATION {
-                        return f(b1, b2);
-                    }
-                }
+            while tries < OPTIMISTIC_TRIES {
                 spin_hint();
+                if let Some(buckets) = self.try_read_pair(i1, i2) {
+                    return buckets;
+                }
+                tries += 1;
             }
             if let Ok(locked) = self.lock_pair(i1, i2) {
-                return f(locked.bucket(i1), locked.bucket(i2));
+                return (locked.bucket(i1), locked.bucket(i2));
             }
+            tries = 0;
         }
     }
 
