@@ -6,7 +6,7 @@
 //! all `false` in a real build (so the compiler drops the broken paths), and the broken
 //! steps that need more than a skipped check live here.
 
-use crate::filter::{Frozen, Hop, Locked, Shape, Table};
+use crate::filter::{Frozen, Hop, Locked, Probe, Shape, Table};
 
 /// A reader trusts its optimistic loads without re-checking the stripe stamps.
 pub(crate) const SKIP_VALIDATION: bool = cfg!(cuckoo_gate_broken = "skip_validation");
@@ -57,4 +57,26 @@ pub(crate) fn relock<'a, S: Shape>(
     let locked = table.lock_pair(i1, i2)?;
     let (b1, b2) = (locked.bucket(i1), locked.bucket(i2));
     Ok((locked, b1, b2))
+}
+
+/// [`UNSTAMPED_REMOVE`]: removes the key of `p` without the stripe lock, so no stamp
+/// changes, and keeps the bucket compact by moving its last entry into the hole, clearing
+/// it first. A reader between the two stores misses the moved key, and its validation
+/// cannot notice.
+pub(crate) fn remove_unstamped<S: Shape>(table: &Table<S>, p: Probe) -> bool {
+    let lanes = table.lanes();
+    let found = [(p.i1, p.v1), (p.i2, p.v2)].into_iter().find_map(|(bucket, value)| {
+        lanes.matches(table.load_bucket(bucket), value).lowest().map(|lane| (bucket, lane))
+    });
+    let Some((bucket, lane)) = found else { return false };
+    let contents = table.load_bucket(bucket);
+    let last = (0..S::SLOTS).rev().find(|&l| lanes.lane(contents, l) != 0).unwrap_or(lane);
+    let (moved, ext) = (lanes.lane(contents, last), table.load_ext(S::first_slot(bucket) + last));
+    table.store_lane(bucket, last, 0);
+    if last != lane {
+        table.store_lane(bucket, lane, moved);
+        table.store_ext(S::first_slot(bucket) + lane, ext);
+    }
+    table.stripe(bucket).add_items(-1);
+    true
 }

@@ -56,10 +56,10 @@ pub(crate) struct Current {
 }
 
 impl Current {
-    /// Publishes `tables`; `replaceable` is false for a filter that never grows.
-    pub(crate) fn new(tables: AnyTable, replaceable: bool) -> Self {
+    /// Publishes `table`; `replaceable` is false for a filter that never grows.
+    pub(crate) fn new(table: AnyTable, replaceable: bool) -> Self {
         Current {
-            pointer: AtomicPtr::new(Box::into_raw(Box::new(tables))),
+            pointer: AtomicPtr::new(Box::into_raw(Box::new(table))),
             replaceable,
             retired: Mutex::new(Vec::new()),
         }
@@ -112,15 +112,15 @@ impl Current {
         debug_assert!(self.replaceable);
         let old = self.pointer.load(Ordering::Acquire);
         // SAFETY: as in `read`.
-        let Some(tables) = grow(unsafe { &*old })? else {
+        let Some(table) = grow(unsafe { &*old })? else {
             return Ok(());
         };
-        self.pointer.store(Box::into_raw(Box::new(tables)), Ordering::Release);
+        self.pointer.store(Box::into_raw(Box::new(table)), Ordering::Release);
         // SAFETY: as in `read`; `old` is retired below, not freed.
-        let old_tables = unsafe { &*old };
-        let retained = old_tables.release_pages();
+        let old_table = unsafe { &*old };
+        let retained = old_table.release_pages();
         // `old` came from `Box::into_raw`, so it is not null.
-        self.retired.lock().push(Owned(NonNull::new(old).expect("published tables are not null"), retained));
+        self.retired.lock().push(Owned(NonNull::new(old).expect("a published table is not null"), retained));
         Ok(())
     }
 

@@ -21,8 +21,8 @@
 /// Runs `$body` with `$t` bound to the table, whichever its word type (defined before the
 /// modules so that they can use it too).
 macro_rules! with_table {
-    ($tables:expr, $t:ident => $body:expr) => {
-        match $tables {
+    ($table:expr, $t:ident => $body:expr) => {
+        match $table {
             AnyTable::Narrow($t) => $body,
             AnyTable::Wide($t) => $body,
             AnyTable::Windowed($t) => $body,
@@ -58,6 +58,7 @@ pub(crate) use self::bucket::{Buckets, Lanes, Shape, SLOTS};
 pub(crate) use self::builder::random_seed;
 pub use self::builder::{FilterBuilder, DEFAULT_DOUBLINGS, DEFAULT_FALSE_POSITIVE_RATE};
 pub use self::hash::Layout;
+pub(crate) use self::hash::Probe;
 pub(crate) use self::relocate::Hop;
 pub(crate) use self::stripe::Frozen;
 pub(crate) use self::table::{Locked, Table};
@@ -270,15 +271,15 @@ impl CuckooFilter {
     }
 
     pub(crate) fn from_parts(
-        tables: AnyTable,
+        table: AnyTable,
         stripes: Option<usize>,
         false_positive_rate: f64,
         seed: u64,
     ) -> Self {
         let hasher = seeded_hasher(seed);
-        let growable = tables.geometry().doublings_left() > 0;
+        let growable = table.geometry().doublings_left() > 0;
         CuckooFilter {
-            current: Current::new(tables, growable),
+            current: Current::new(table, growable),
             growth: Mutex::new(()),
             stripes,
             hasher,
@@ -307,8 +308,8 @@ impl CuckooFilter {
     /// Blocks while another writer holds one of the key's stripes (or a stripe on the
     /// relocation path). When no slot can be freed and the filter is at least half full,
     /// it doubles (see [`FilterBuilder::max_capacity`]); the insert that triggers a
-    /// doubling does the work (about 10 ns per stored item), and other writers wait for it
-    /// meanwhile.
+    /// doubling does the work, in time proportional to the items stored, and other writers
+    /// wait for it meanwhile.
     ///
     /// # Errors
     ///
@@ -366,22 +367,24 @@ impl CuckooFilter {
 
     fn insert_hash(&self, hash: u64, unique: bool) -> Result<bool, InsertError> {
         let result = loop {
-            let (result, geometry) = self.current.with(|tables| {
-                let result = with_table!(tables, t => t.insert(t.probe(hash), unique));
-                (result, *tables.geometry())
+            // The geometry is copied out only for a refusal, which needs it.
+            let result = self.current.with(|table| {
+                with_table!(table, t => t.insert(t.probe(hash), unique)).map_err(|r| (r, *table.geometry()))
             });
             match result {
                 Ok(inserted) => break Ok(inserted),
-                Err(Refused::TooManyCopies) => break Err(InsertError::TooManyCopies),
-                Err(Refused::Frozen) => self.wait_for_growth(),
+                Err((Refused::TooManyCopies, _)) => break Err(InsertError::TooManyCopies),
+                Err((Refused::Frozen, _)) => self.wait_for_growth(),
                 // Random keys fill a table to about 96% before an insert fails; a failure
                 // below half is crowding, which a doubling would not relieve.
-                Err(Refused::Full) if 2 * self.len() < geometry.slots() => break Err(InsertError::Crowded),
-                Err(Refused::Full) if geometry.doublings_left() == 0 && geometry.level() > 0 => {
+                Err((Refused::Full, geometry)) if 2 * self.len() < geometry.slots() => {
+                    break Err(InsertError::Crowded)
+                }
+                Err((Refused::Full, geometry)) if geometry.doublings_left() == 0 && geometry.level() > 0 => {
                     break Err(InsertError::MaxCapacityReached { capacity: geometry.slots() })
                 }
-                Err(Refused::Full) if !self.current.replaceable() => break Err(InsertError::Full),
-                Err(Refused::Full) => {
+                Err((Refused::Full, _)) if !self.current.replaceable() => break Err(InsertError::Full),
+                Err((Refused::Full, geometry)) => {
                     if let Err(e) = self.grow(geometry.level()) {
                         break Err(e);
                     }
@@ -413,7 +416,7 @@ impl CuckooFilter {
     /// [`contains`](Self::contains) for a key already hashed to `hash`.
     #[inline]
     pub(crate) fn contains_hashed(&self, hash: u64) -> bool {
-        self.current.read(|tables| with_table!(tables, t => t.contains(t.probe(hash))))
+        self.current.read(|table| with_table!(table, t => t.contains(t.probe(hash))))
     }
 
     /// Looks up every key of `keys`: `found[i] = self.contains(&keys[i])`. Faster than
@@ -444,8 +447,8 @@ impl CuckooFilter {
                 *hash = self.hash(key);
             }
             let hashes = &hashes[..keys.len()];
-            self.current.read(|tables| {
-                with_table!(tables, t => {
+            self.current.read(|table| {
+                with_table!(table, t => {
                     let mut probes = [t.probe(0); BATCH];
                     for (probe, &hash) in probes.iter_mut().zip(hashes) {
                         *probe = t.probe(hash);
@@ -474,7 +477,7 @@ impl CuckooFilter {
     /// ```
     pub fn count<T: Hash + ?Sized>(&self, key: &T) -> usize {
         let hash = self.hash(key);
-        self.current.read(|tables| with_table!(tables, t => t.count(t.probe(hash))))
+        self.current.read(|table| with_table!(table, t => t.count(t.probe(hash))))
     }
 
     /// Removes one copy of `key`; returns whether one was found. Blocks while another writer
@@ -495,7 +498,7 @@ impl CuckooFilter {
 
     /// [`remove`](Self::remove) for a key already hashed to `hash`.
     pub(crate) fn remove_hashed(&self, hash: u64) -> bool {
-        self.write(|tables| with_table!(tables, t => t.remove(t.probe(hash))))
+        self.write(|table| with_table!(table, t => t.remove(t.probe(hash))))
     }
 
     /// Stored fingerprints (copies count). Sums per-stripe counters without locking, so
@@ -511,7 +514,7 @@ impl CuckooFilter {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn len(&self) -> usize {
-        self.current.read(|tables| with_table!(tables, t => t.len()))
+        self.current.read(|table| with_table!(table, t => t.len()))
     }
 
     /// Whether nothing is stored.
@@ -604,7 +607,7 @@ impl CuckooFilter {
     /// # Ok::<(), cuckoo_gate::InsertError>(())
     /// ```
     pub fn clear(&self) {
-        self.write(|tables| with_table!(tables, t => t.clear()));
+        self.write(|table| with_table!(table, t => t.clear()));
     }
 
     /// Counters and shape.
@@ -621,9 +624,9 @@ impl CuckooFilter {
     pub fn stats(&self) -> FilterStats {
         // One pass over the stripes of the current table. A racing remove can make
         // `inserts` lag by the removes in flight (see `Table::totals`); exact when quiet.
-        let (totals, geometry, stripes, memory_bytes) = self.current.read(|tables| {
-            let totals = with_table!(tables, t => t.totals());
-            (totals, *tables.geometry(), with_table!(tables, t => t.stripe_count()), tables.memory_bytes())
+        let (totals, geometry, stripes, memory_bytes) = self.current.read(|table| {
+            let totals = with_table!(table, t => t.totals());
+            (totals, *table.geometry(), with_table!(table, t => t.stripe_count()), table.memory_bytes())
         });
         let (len, removes) = (totals.items, totals.removes);
         let capacity = geometry.slots();
@@ -692,7 +695,7 @@ impl CuckooFilter {
 
     /// The current table's geometry.
     fn geometry(&self) -> Geometry {
-        self.current.read(|tables| *tables.geometry())
+        self.current.read(|table| *table.geometry())
     }
 }
 

@@ -54,6 +54,14 @@ impl<S: Shape> Table<S> {
                 return Ok(true);
             }
         }
+        self.insert_in_pair(p, unique)
+    }
+
+    /// [`Table::insert`] past its fast path: both buckets under lock, and relocation when
+    /// they are full. Out of line, so that the fast path carries none of its state.
+    #[inline(never)]
+    fn insert_in_pair(&self, p: Probe, unique: bool) -> Result<bool, Refused> {
+        let lanes = self.lanes();
         for _ in 0..MAX_ATTEMPTS {
             {
                 let locked = self.lock_pair(p.i1, p.i2)?;
@@ -62,9 +70,10 @@ impl<S: Shape> Table<S> {
                 if unique && (m1.any() || m2.any()) {
                     return Ok(false);
                 }
-                let (locked, b1, b2) = match broken::SPLIT_UNIQUE && unique {
-                    true => broken::relock(self, locked, p.i1, p.i2)?,
-                    false => (locked, b1, b2),
+                let (locked, b1, b2) = if broken::SPLIT_UNIQUE && unique {
+                    broken::relock(self, locked, p.i1, p.i2)?
+                } else {
+                    (locked, b1, b2)
                 };
                 if let Some(lane) = lanes.empties(b1).lowest() {
                     locked.put(p.i1, lane, p.v1 | Lanes::<S>::offset(lane), p.ext);
@@ -105,7 +114,7 @@ impl<S: Shape> Table<S> {
     pub(crate) fn remove(&self, p: Probe) -> Result<bool, Frozen> {
         let lanes = self.lanes();
         if broken::UNSTAMPED_REMOVE {
-            return Ok(self.remove_unstamped(p));
+            return Ok(broken::remove_unstamped(self, p));
         }
         let locked = self.lock_pair(p.i1, p.i2)?;
         for (bucket, value) in [(p.i1, p.v1), (p.i2, p.v2)] {

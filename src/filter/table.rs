@@ -201,6 +201,12 @@ impl<S: Shape> Table<S> {
         })
     }
 
+    /// The stripe of `bucket`.
+    #[inline]
+    pub(crate) fn stripe(&self, bucket: usize) -> &Stripe {
+        &self.stripes[self.stripe_of(bucket)]
+    }
+
     #[inline]
     fn stripe_of(&self, bucket: usize) -> usize {
         // Masking by `len - 1` (a power of two) lets the compiler drop the bounds check.
@@ -448,7 +454,7 @@ impl<S: Shape> Table<S> {
 
     /// Writes the lane value `value` into slot `lane` of `bucket`. The caller holds the
     /// bucket's stripe.
-    fn store_lane(&self, bucket: usize, lane: usize, value: u64) {
+    pub(crate) fn store_lane(&self, bucket: usize, lane: usize, value: u64) {
         let slot_bits = self.lanes.slot_bits();
         let bit = (S::first_slot(bucket) + lane) * slot_bits as usize;
         store_field(&self.words, bit, slot_bits, value, Ordering::Release);
@@ -456,7 +462,7 @@ impl<S: Shape> Table<S> {
 
     /// The extension bits of slot `slot`, 0 in a table that
     /// cannot double. The caller holds the slot's stripe, or the table is frozen.
-    fn load_ext(&self, slot: usize) -> u64 {
+    pub(crate) fn load_ext(&self, slot: usize) -> u64 {
         match self.geometry.doublings_left() {
             0 => 0,
             bits => field(slot * bits as usize, bits, |i| self.ext[i].load(Ordering::Relaxed)),
@@ -464,7 +470,7 @@ impl<S: Shape> Table<S> {
     }
 
     /// Writes the extension bits of slot `slot`. The caller holds the slot's stripe.
-    fn store_ext(&self, slot: usize, ext: u64) {
+    pub(crate) fn store_ext(&self, slot: usize, ext: u64) {
         if let bits @ 1.. = self.geometry.doublings_left() {
             store_field(&self.ext, slot * bits as usize, bits, ext, Ordering::Relaxed);
         }
@@ -483,29 +489,6 @@ fn stored(value: u64, ext: u64, ext_bits: u32) -> u64 {
 /// The lane value of the whole value `whole` (see [`stored`]).
 fn lane_value(whole: u64, ext_bits: u32) -> u64 {
     whole >> (1 + ext_bits) << 1 | (whole & 1)
-}
-
-impl<S: Shape> Table<S> {
-    /// [`broken::UNSTAMPED_REMOVE`]: a remove of the key of `p` that skips the stripe
-    /// lock, so no stamp changes, and keeps the bucket compact by moving its last entry
-    /// into the hole, clearing it first. A reader between the two stores misses the moved
-    /// key, and its validation cannot notice.
-    pub(crate) fn remove_unstamped(&self, p: Probe) -> bool {
-        let found = [(p.i1, p.v1), (p.i2, p.v2)].into_iter().find_map(|(bucket, value)| {
-            self.lanes.matches(self.load_bucket(bucket), value).lowest().map(|lane| (bucket, lane))
-        });
-        let Some((bucket, lane)) = found else { return false };
-        let contents = self.load_bucket(bucket);
-        let last = (0..S::SLOTS).rev().find(|&l| self.lanes.lane(contents, l) != 0).unwrap_or(lane);
-        let (moved, ext) = (self.lanes.lane(contents, last), self.load_ext(S::first_slot(bucket) + last));
-        self.store_lane(bucket, last, 0);
-        if last != lane {
-            self.store_lane(bucket, lane, moved);
-            self.store_ext(S::first_slot(bucket) + lane, ext);
-        }
-        self.stripes[self.stripe_of(bucket)].add_items(-1);
-        true
-    }
 }
 
 /// Proof that the stripes of one or two buckets are locked; every write goes through it.
@@ -537,12 +520,13 @@ impl<S: Shape> Locked<'_, S> {
 
     /// Stores the entry with lane value `value` and extension bits `ext` in the empty slot
     /// `lane` of `bucket`.
+    #[inline]
     pub(crate) fn put(&self, bucket: usize, lane: usize, value: u64, ext: u64) {
         debug_assert!(self.holds(bucket));
         debug_assert_eq!(self.table.lanes.lane(self.table.load_bucket(bucket), lane), 0);
         self.table.store_ext(S::first_slot(bucket) + lane, ext);
         self.table.store_lane(bucket, lane, value);
-        self.table.stripes[self.table.stripe_of(bucket)].add_items(1);
+        self.table.stripe(bucket).add_items(1);
     }
 
     /// Empties the occupied slot `lane` of `bucket`.
@@ -551,13 +535,13 @@ impl<S: Shape> Locked<'_, S> {
         debug_assert_ne!(self.table.lanes.lane(self.table.load_bucket(bucket), lane), 0);
         // The extension bits of an empty slot are never read, so they stay.
         self.table.store_lane(bucket, lane, 0);
-        self.table.stripes[self.table.stripe_of(bucket)].add_items(-1);
+        self.table.stripe(bucket).add_items(-1);
     }
 
     /// Empties the occupied slot `lane` of `bucket` for a `remove`, and counts it.
     pub(crate) fn remove(&self, bucket: usize, lane: usize) {
         self.take(bucket, lane);
-        self.table.stripes[self.table.stripe_of(bucket)].add_removes(1);
+        self.table.stripe(bucket).add_removes(1);
     }
 
     /// Moves the entry in slot `from_lane` of `from` to the empty slot `to_lane` of `to`,
@@ -565,7 +549,7 @@ impl<S: Shape> Locked<'_, S> {
     pub(crate) fn relocate(&self, from: usize, from_lane: usize, to: usize, to_lane: usize, moved: u64) {
         self.put(to, to_lane, moved, self.ext(from, from_lane));
         self.take(from, from_lane);
-        self.table.stripes[self.table.stripe_of(from)].add_relocations(1);
+        self.table.stripe(from).add_relocations(1);
     }
 }
 
