@@ -26,13 +26,13 @@
 //! [foyer]: https://docs.rs/foyer
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use ::foyer::{Statistics, StorageFilterCondition, StorageFilterResult};
 
 #[cfg(feature = "metrics")]
 use crate::cache::AdmissionMetrics;
+use crate::primitive::{AtomicU64, Ordering};
 use crate::SeenBefore;
 
 /// Admits an entry to foyer's disk tier on its second sighting: the first time foyer

@@ -115,6 +115,14 @@ pub struct SeenBeforeBuilder {
 impl SeenBeforeBuilder {
     /// Recordings per generation (required, at least 1): how many distinct keys the gate
     /// remembers at least. Memory is two filters of this capacity.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let gate = cuckoo_gate::SeenBefore::builder().capacity(10_000).build()?;
+    /// assert_eq!(gate.stats().capacity, 10_000);
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     pub fn capacity(mut self, keys: usize) -> Self {
         self.capacity = keys;
         self
@@ -122,12 +130,32 @@ impl SeenBeforeBuilder {
 
     /// Probability that a key never seen is answered "seen before".
     /// Default [`DEFAULT_GATE_FALSE_POSITIVE_RATE`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::SeenBefore;
+    ///
+    /// let strict = SeenBefore::builder().capacity(10_000).false_positive_rate(0.001).build()?;
+    /// let loose = SeenBefore::builder().capacity(10_000).false_positive_rate(0.05).build()?;
+    /// assert!(strict.stats().memory_bytes > loose.stats().memory_bytes);
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     pub fn false_positive_rate(mut self, epsilon: f64) -> Self {
         self.false_positive_rate = epsilon;
         self
     }
 
     /// Fixes the hash seed (reproducible runs); random by default.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let build = || cuckoo_gate::SeenBefore::builder().capacity(100).seed(7).build();
+    /// let (a, b) = (build()?, build()?);
+    /// assert_eq!(a.hash("/index.html"), b.hash("/index.html"));
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
         self
@@ -222,7 +250,9 @@ impl SeenBefore {
     /// (now recorded). Atomic: of threads racing on one new key, exactly one gets `false`.
     ///
     /// Lock behaviour: takes a shared lock (blocking only while a rotation runs, once per
-    /// `capacity` recordings) and the key's stripe locks in the current generation.
+    /// `capacity` recordings) and the key's stripe locks in the current generation. A
+    /// recording that finds the generation full runs the rotation: it takes the lock
+    /// exclusively, waiting for the calls in progress, and clears the older generation.
     ///
     /// # Examples
     ///
@@ -298,6 +328,8 @@ impl SeenBefore {
 
     /// Records `key` as seen (once: a key already recorded is left as it is).
     ///
+    /// Lock behaviour: as [`check_and_record`](Self::check_and_record)'s.
+    ///
     /// # Examples
     ///
     /// ```
@@ -316,7 +348,11 @@ impl SeenBefore {
         self.record_inner(hash, false);
     }
 
-    /// Whether `key` was seen, without recording it. Lock-free apart from the shared lock.
+    /// Whether `key` was seen, without recording it.
+    ///
+    /// Lock behaviour: takes the gate's shared lock, which waits only while a rotation holds
+    /// it or is taking it (never for other readers); then looks in both generations without
+    /// locks, as [`CuckooFilter::contains`] does.
     ///
     /// # Examples
     ///
@@ -340,6 +376,9 @@ impl SeenBefore {
     /// Forgets `key` (one recording of it in each generation). Call only for keys that
     /// were recorded: forgetting a key never seen may forget one that collides with it.
     ///
+    /// Lock behaviour: takes the gate's shared lock (as [`contains`](Self::contains) does)
+    /// and, in each generation that may hold the key, the key's stripe locks to remove it.
+    ///
     /// # Examples
     ///
     /// ```
@@ -355,6 +394,8 @@ impl SeenBefore {
 
     /// Whether `key` was seen, forgetting it if so: [`contains`](Self::contains) and
     /// [`forget`](Self::forget) as one call (a ghost lookup that consumes the ghost).
+    ///
+    /// Lock behaviour: as [`forget`](Self::forget)'s.
     ///
     /// # Examples
     ///

@@ -2,8 +2,9 @@
 //!
 //! A concurrent cuckoo filter with lock-free lookups ([`CuckooFilter`]), and the cache
 //! admission machinery built on it: a "seen-before" gate ([`SeenBefore`]) and a sharded
-//! LRU cache that admits keys through it ([`AdmissionCache`]). Web services and CDN nodes
-//! use it to keep one-hit wonders out of their caches.
+//! cache ([`AdmissionCache`]) whose admission policy is S3-FIFO by default, or
+//! `SecondHit`, which admits a key once the gate has seen it before. Web services and CDN
+//! nodes use it to keep one-hit wonders out of their caches.
 //!
 //! ```
 //! use cuckoo_gate::CuckooFilter;
@@ -50,13 +51,13 @@
 //!
 //! By default a filter may double 4 times (to 16x its capacity); set
 //! [`FilterBuilder::max_capacity`] to change that, or to the capacity for a fixed-size
-//! filter. A doubling is a *split*: each entry keeps one hash bit per allowed doubling (in a
-//! side array that only writers read), and bucket `j` of the old table becomes buckets
-//! `2j` and `2j + 1` of the new one, the kept bit choosing. Lookups still read two buckets
-//! of fingerprints as compact as a fixed-size filter's, and the false-positive rate stays
-//! at ε however far the filter grows, at one side bit per slot per doubling still allowed.
-//! The grower freezes the old table stripe by stripe (writers then wait
-//! for the new table; readers keep reading the frozen one), splits it into the new table,
+//! filter. A doubling is a *split*: each entry keeps one hash bit per allowed doubling
+//! (in a side array that only writers read), and bucket `j` of the old table becomes
+//! buckets `2j` and `2j + 1` of the new one, the kept bit choosing. Lookups still read two
+//! buckets of fingerprints as compact as a fixed-size filter's, and the false-positive
+//! rate stays at ε however far the filter grows, at one side bit per slot per doubling
+//! still allowed. The grower freezes the old table stripe by stripe (writers then wait for
+//! the new table; readers keep reading the frozen one), splits it into the new table,
 //! publishes it with an atomic pointer swap, and retires the old one: it stays allocated
 //! while the filter lives (on Linux its pages go back to the OS), so a lookup that loaded
 //! the old pointer reads valid memory, and it checks the pointer again after reading.
@@ -69,9 +70,10 @@
 //!   the two buckets, then re-check the stamps, retrying if a writer intervened; after 16
 //!   failed tries they lock, so they cannot starve.
 //! * Every stored fingerprint is, at every instant, in one of its two buckets (or
-//!   windows), and every move happens in one lock hold over its source and destination. Hence **a lookup for a key
-//!   that was inserted and not removed never misses**, whatever runs concurrently.
-//!   Lookups are linearizable; `len()` sums per-stripe counters and is not.
+//!   windows), and every move happens in one lock hold over its source and destination.
+//!   Hence **a lookup for a key that was inserted and not removed never misses**,
+//!   whatever runs concurrently. Lookups are linearizable; `len()` sums per-stripe
+//!   counters and is not.
 //! * `insert_unique` checks and inserts under the same locks: of threads racing on one
 //!   new key, exactly one is told it inserted.
 //! * Across a doubling: every write completes either in the old table before its stripes
@@ -106,8 +108,8 @@
 //! ## Snapshots
 //!
 //! [`CuckooFilter::snapshot`] and [`SeenBefore::snapshot`] write a versioned,
-//! checksummed, little-endian image (format in the [`snapshot`] module); `restore` reads it back
-//! on any machine whose build hashes the same, so a restarted CDN node keeps its
+//! checksummed, little-endian image (format in the [`snapshot`] module); `restore` reads
+//! it back on any machine whose build hashes the same, so a restarted CDN node keeps its
 //! "seen-before" history. Restoring untrusted bytes returns a [`SnapshotError`], never
 //! panics, and allocates only as the stream delivers data (`fuzz/` fuzzes it).
 //!
@@ -135,6 +137,9 @@ pub use cache::{
     MAX_SHARDS,
 };
 pub use error::{BuildError, InsertError};
+pub use filter::{
+    CuckooFilter, FilterBuilder, FilterStats, Layout, BATCH, DEFAULT_DOUBLINGS, DEFAULT_FALSE_POSITIVE_RATE,
+};
 pub use gate::{GateStats, SeenBefore, SeenBeforeBuilder, DEFAULT_GATE_FALSE_POSITIVE_RATE};
 pub use snapshot::SnapshotError;
 
@@ -142,6 +147,3 @@ pub use snapshot::SnapshotError;
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
-pub use filter::{
-    CuckooFilter, FilterBuilder, FilterStats, Layout, BATCH, DEFAULT_DOUBLINGS, DEFAULT_FALSE_POSITIVE_RATE,
-};

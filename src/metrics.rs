@@ -1,7 +1,8 @@
 //! Publishing counters to the [`metrics`] facade (cargo feature `metrics`, on by default),
 //! ready for a Prometheus exporter.
 //!
-//! This module names and describes the metrics; each owner registers its handles beside
+//! This module names and describes the metrics (the names are constants here, used by
+//! both the descriptions and the registrations); each owner registers its handles beside
 //! its code (`filter/metrics.rs`, `cache/metrics.rs`, `foyer.rs`). Handles are registered
 //! once, when a filter or cache is built with a `metrics_name`, and carry the label
 //! `name="<metrics_name>"` so several instances can share a process.
@@ -16,49 +17,59 @@ use std::sync::Once;
 
 use metrics::{describe_counter, describe_gauge, Unit};
 
+// The filter's series (`filter/metrics.rs`).
+pub(crate) const FILTER_ITEMS: &str = "cuckoo_gate_filter_items";
+pub(crate) const FILTER_SLOTS: &str = "cuckoo_gate_filter_slots";
+pub(crate) const FILTER_LOAD_RATIO: &str = "cuckoo_gate_filter_load_ratio";
+pub(crate) const FILTER_MEMORY_BYTES: &str = "cuckoo_gate_filter_memory_bytes";
+pub(crate) const FILTER_FALSE_POSITIVE_RATIO: &str = "cuckoo_gate_filter_false_positive_ratio";
+pub(crate) const FILTER_FINGERPRINT_WIDTH: &str = "cuckoo_gate_filter_fingerprint_width";
+pub(crate) const FILTER_INSERTS_TOTAL: &str = "cuckoo_gate_filter_inserts_total";
+pub(crate) const FILTER_FAILED_INSERTS_TOTAL: &str = "cuckoo_gate_filter_failed_inserts_total";
+pub(crate) const FILTER_REMOVES_TOTAL: &str = "cuckoo_gate_filter_removes_total";
+pub(crate) const FILTER_RELOCATIONS_TOTAL: &str = "cuckoo_gate_filter_relocations_total";
+pub(crate) const FILTER_DOUBLINGS_TOTAL: &str = "cuckoo_gate_filter_doublings_total";
+
+// The cache's series (`cache/metrics.rs`; admitted and rejected also for `foyer.rs`).
+pub(crate) const CACHE_HITS_TOTAL: &str = "cuckoo_gate_cache_hits_total";
+pub(crate) const CACHE_MISSES_TOTAL: &str = "cuckoo_gate_cache_misses_total";
+pub(crate) const CACHE_ADMITTED_TOTAL: &str = "cuckoo_gate_cache_admitted_total";
+pub(crate) const CACHE_REJECTED_TOTAL: &str = "cuckoo_gate_cache_rejected_total";
+pub(crate) const CACHE_EVICTIONS_TOTAL: &str = "cuckoo_gate_cache_evictions_total";
+pub(crate) const CACHE_ENTRIES: &str = "cuckoo_gate_cache_entries";
+pub(crate) const CACHE_CAPACITY: &str = "cuckoo_gate_cache_capacity";
+
+// The gate's series (`cache/metrics.rs`, beside the admission counters).
+pub(crate) const GATE_ROTATIONS_TOTAL: &str = "cuckoo_gate_gate_rotations_total";
+pub(crate) const GATE_MEMORY_BYTES: &str = "cuckoo_gate_gate_memory_bytes";
+
 /// Describes every metric (units and help text), once per process; called when the first
 /// handle is registered.
 pub(crate) fn describe() {
     static DESCRIBED: Once = Once::new();
     DESCRIBED.call_once(|| {
-        describe_gauge!("cuckoo_gate_filter_items", Unit::Count, "Fingerprints stored in the filter.");
-        describe_gauge!("cuckoo_gate_filter_slots", Unit::Count, "Filter capacity in slots.");
-        describe_gauge!("cuckoo_gate_filter_load_ratio", "Items divided by slots, in [0, 1].");
-        describe_gauge!("cuckoo_gate_filter_memory_bytes", Unit::Bytes, "Memory held by the filter.");
+        describe_gauge!(FILTER_ITEMS, Unit::Count, "Fingerprints stored in the filter.");
+        describe_gauge!(FILTER_SLOTS, Unit::Count, "Filter capacity in slots.");
+        describe_gauge!(FILTER_LOAD_RATIO, "Items divided by slots, in [0, 1].");
+        describe_gauge!(FILTER_MEMORY_BYTES, Unit::Bytes, "Memory held by the filter.");
         describe_gauge!(
-            "cuckoo_gate_filter_false_positive_ratio",
+            FILTER_FALSE_POSITIVE_RATIO,
             "Estimated false-positive rate at the current load, in [0, 1]."
         );
-        describe_gauge!("cuckoo_gate_filter_fingerprint_width", Unit::Count, "Fingerprint width, in bits.");
-        describe_counter!("cuckoo_gate_filter_inserts_total", Unit::Count, "Successful inserts.");
-        describe_counter!(
-            "cuckoo_gate_filter_failed_inserts_total",
-            Unit::Count,
-            "Inserts that returned an error."
-        );
-        describe_counter!("cuckoo_gate_filter_removes_total", Unit::Count, "Fingerprints removed.");
-        describe_counter!(
-            "cuckoo_gate_filter_relocations_total",
-            Unit::Count,
-            "Fingerprints moved to make room."
-        );
-        describe_counter!(
-            "cuckoo_gate_filter_doublings_total",
-            Unit::Count,
-            "Times the filter doubled its capacity."
-        );
-        describe_counter!("cuckoo_gate_cache_hits_total", Unit::Count, "Cache lookups that found their key.");
-        describe_counter!("cuckoo_gate_cache_misses_total", Unit::Count, "Cache lookups that did not.");
-        describe_counter!("cuckoo_gate_cache_admitted_total", Unit::Count, "Misses stored in the cache.");
-        describe_counter!("cuckoo_gate_cache_rejected_total", Unit::Count, "Misses kept out by the policy.");
-        describe_counter!("cuckoo_gate_cache_evictions_total", Unit::Count, "Entries evicted to make room.");
-        describe_gauge!("cuckoo_gate_cache_entries", Unit::Count, "Entries held by the cache.");
-        describe_gauge!("cuckoo_gate_cache_capacity", Unit::Count, "Most entries the cache holds.");
-        describe_counter!(
-            "cuckoo_gate_gate_rotations_total",
-            Unit::Count,
-            "Generations started by the gate."
-        );
-        describe_gauge!("cuckoo_gate_gate_memory_bytes", Unit::Bytes, "Memory held by the gate's filters.");
+        describe_gauge!(FILTER_FINGERPRINT_WIDTH, Unit::Count, "Fingerprint width, in bits.");
+        describe_counter!(FILTER_INSERTS_TOTAL, Unit::Count, "Successful inserts.");
+        describe_counter!(FILTER_FAILED_INSERTS_TOTAL, Unit::Count, "Inserts that returned an error.");
+        describe_counter!(FILTER_REMOVES_TOTAL, Unit::Count, "Fingerprints removed.");
+        describe_counter!(FILTER_RELOCATIONS_TOTAL, Unit::Count, "Fingerprints moved to make room.");
+        describe_counter!(FILTER_DOUBLINGS_TOTAL, Unit::Count, "Times the filter doubled its capacity.");
+        describe_counter!(CACHE_HITS_TOTAL, Unit::Count, "Cache lookups that found their key.");
+        describe_counter!(CACHE_MISSES_TOTAL, Unit::Count, "Cache lookups that did not.");
+        describe_counter!(CACHE_ADMITTED_TOTAL, Unit::Count, "Misses stored in the cache.");
+        describe_counter!(CACHE_REJECTED_TOTAL, Unit::Count, "Misses kept out by the policy.");
+        describe_counter!(CACHE_EVICTIONS_TOTAL, Unit::Count, "Entries evicted to make room.");
+        describe_gauge!(CACHE_ENTRIES, Unit::Count, "Entries held by the cache.");
+        describe_gauge!(CACHE_CAPACITY, Unit::Count, "Most entries the cache holds.");
+        describe_counter!(GATE_ROTATIONS_TOTAL, Unit::Count, "Generations started by the gate.");
+        describe_gauge!(GATE_MEMORY_BYTES, Unit::Bytes, "Memory held by the gate's filters.");
     });
 }

@@ -103,7 +103,7 @@ fn relocation_back_setup() -> (CuckooFilter, u64, u64, Vec<u64>) {
     (f, a, b, others)
 }
 
-/// Model 1: a reader looking up `a` while a writer inserts `b`, which moves `a` from its
+/// A reader looking up `a` while a writer inserts `b`, which moves `a` from its
 /// first bucket to its second, always finds `a`.
 #[test]
 #[cfg_attr(cuckoo_gate_broken = "split_move", should_panic(expected = "lookup missed"))]
@@ -125,8 +125,8 @@ fn reader_races_relocation((f, a, b, others): (CuckooFilter, u64, u64, Vec<u64>)
     assert_eq!(f.len(), others.len() + 2);
 }
 
-/// Model 1b: the same when `a` moves from its second bucket back to its first; this is
-/// the case that fails without stamp validation.
+/// As `reader_finds_key_that_is_being_relocated`, when `a` moves from its second bucket
+/// back to its first; this is the case that fails without stamp validation.
 #[test]
 #[cfg_attr(
     any(cuckoo_gate_broken = "split_move", cuckoo_gate_broken = "skip_validation"),
@@ -194,7 +194,7 @@ fn within_window_setup() -> (CuckooFilter, u64, u64, Vec<u64>) {
     (f, e, b, others)
 }
 
-/// Model 1c: a reader looking up `a` while a writer inserts `b`, which moves `a` from one
+/// A reader looking up `a` while a writer inserts `b`, which moves `a` from one
 /// window to the other, always finds `a`.
 #[test]
 #[cfg_attr(cuckoo_gate_broken = "split_move", should_panic(expected = "lookup missed"))]
@@ -202,15 +202,15 @@ fn reader_finds_key_moved_between_windows() {
     model(|| reader_races_relocation(window_move_setup()));
 }
 
-/// Model 1d: the same when the key moves to the other slot of its own window (both slots
-/// under one stripe, read by one window load).
+/// As `reader_finds_key_moved_between_windows`, when the key moves to the other slot of
+/// its own window (both slots under one stripe, read by one window load).
 #[test]
 #[cfg_attr(cuckoo_gate_broken = "split_move", should_panic(expected = "lookup missed"))]
 fn reader_finds_key_moved_within_its_window() {
     model(|| reader_races_relocation(within_window_setup()));
 }
 
-/// Model 2: a reader looking up `a` while another key of the same bucket is removed. `c`
+/// A reader looking up `a` while another key of the same bucket is removed. `c`
 /// sits before `a` in the bucket, so a remove that compacted the bucket would move `a`.
 #[test]
 #[cfg_attr(cuckoo_gate_broken = "unstamped_remove", should_panic(expected = "lookup missed"))]
@@ -233,7 +233,7 @@ fn reader_finds_key_beside_a_remove() {
     });
 }
 
-/// Model 3: two inserts racing into full buckets (one of them must relocate): both are
+/// Two inserts racing into full buckets (one of them must relocate): both are
 /// present afterwards, nothing else is lost, and the count is exact.
 #[test]
 #[cfg_attr(cuckoo_gate_broken = "split_move", should_panic(expected = "lost"))]
@@ -255,7 +255,7 @@ fn racing_inserts_into_full_buckets() {
     });
 }
 
-/// Model 4: `insert_unique` racing on one key: exactly one caller inserts, one copy stored.
+/// `insert_unique` racing on one key: exactly one caller inserts, one copy stored.
 #[test]
 #[cfg_attr(cuckoo_gate_broken = "split_unique", should_panic(expected = "both or neither"))]
 fn insert_unique_race_has_one_winner() {
@@ -272,7 +272,7 @@ fn insert_unique_race_has_one_winner() {
     });
 }
 
-/// Model 5: `clear` and a re-insert racing with a lookup: the lookup ends, and the key
+/// `clear` and a re-insert racing with a lookup: the lookup ends, and the key
 /// inserted after `clear` is present.
 #[test]
 fn reader_sees_key_reinserted_after_clear() {
@@ -305,7 +305,7 @@ fn full_growable() -> (CuckooFilter, Vec<u64>) {
     (f, keys)
 }
 
-/// Model 7: a reader looks up `a` while the main thread inserts a key that doubles the
+/// A reader looks up `a` while the main thread inserts a key that doubles the
 /// table, which retires the old table and releases its pages (modelled as zeroing every
 /// word). The reader never misses, whichever table it read; afterwards every key is
 /// present.
@@ -331,7 +331,7 @@ fn reader_across_a_doubling() {
     });
 }
 
-/// Model 8: a writer removes a key while the main thread's insert doubles the table: the
+/// A writer removes a key while the main thread's insert doubles the table: the
 /// remove lands exactly once, whether it hits the old table before the freeze or waits
 /// for the new one, and nothing else is lost.
 #[test]
@@ -356,7 +356,7 @@ fn remove_across_a_doubling() {
     });
 }
 
-/// Model 9: a snapshot taken while the main thread inserts `b`, which relocates `a`: the
+/// A snapshot taken while the main thread inserts `b`, which relocates `a`: the
 /// restored filter holds `a` and every other key, and `b` either fully or not at all. An
 /// insert that meets the frozen table waits, and lands afterwards. (A relocation split
 /// into two lock holds, `split_move`, also loses `a` in the snapshot.)
@@ -462,7 +462,7 @@ fn model_bounded(bound: usize, body: impl Fn() + Sync + Send + 'static) {
     assert!(runs > 1, "loom explored only {runs} interleaving(s): the model checks nothing");
 }
 
-/// Model 6: the admission gate's check-and-record on one key from two threads: exactly
+/// The admission gate's check-and-record on one key from two threads: exactly
 /// one first sighting.
 #[test]
 #[cfg_attr(cuckoo_gate_broken = "split_unique", should_panic(expected = "both or neither"))]
@@ -479,7 +479,7 @@ fn gate_check_and_record_race_has_one_first_sighting() {
     });
 }
 
-/// Model 10: two threads fill the gate's current generation at once and both ask to
+/// Two threads fill the gate's current generation at once and both ask to
 /// rotate; only one rotation may happen, or the generation just retired is wiped and the
 /// keys recorded a moment ago are forgotten.
 #[test]

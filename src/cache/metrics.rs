@@ -4,6 +4,10 @@ use metrics::{counter, gauge, Counter, Gauge};
 
 use super::CacheStats;
 use crate::gate::GateStats;
+use crate::metrics::{
+    CACHE_ADMITTED_TOTAL, CACHE_CAPACITY, CACHE_ENTRIES, CACHE_EVICTIONS_TOTAL, CACHE_HITS_TOTAL,
+    CACHE_MISSES_TOTAL, CACHE_REJECTED_TOTAL, GATE_MEMORY_BYTES, GATE_ROTATIONS_TOTAL,
+};
 
 /// The registered handles of an admission decision and its gate: a cache's, or those of
 /// an admission condition in front of another cache (`foyer.rs`).
@@ -19,10 +23,10 @@ impl AdmissionMetrics {
         crate::metrics::describe();
         let labels = [("name", name.to_owned())];
         AdmissionMetrics {
-            admitted: counter!("cuckoo_gate_cache_admitted_total", &labels),
-            rejected: counter!("cuckoo_gate_cache_rejected_total", &labels),
-            rotations: counter!("cuckoo_gate_gate_rotations_total", &labels),
-            gate_memory: gauge!("cuckoo_gate_gate_memory_bytes", &labels),
+            admitted: counter!(CACHE_ADMITTED_TOTAL, &labels),
+            rejected: counter!(CACHE_REJECTED_TOTAL, &labels),
+            rotations: counter!(GATE_ROTATIONS_TOTAL, &labels),
+            gate_memory: gauge!(GATE_MEMORY_BYTES, &labels),
         }
     }
 
@@ -49,11 +53,11 @@ impl CacheMetrics {
         let labels = [("name", name.to_owned())];
         CacheMetrics {
             admission: AdmissionMetrics::new(name),
-            hits: counter!("cuckoo_gate_cache_hits_total", &labels),
-            misses: counter!("cuckoo_gate_cache_misses_total", &labels),
-            evictions: counter!("cuckoo_gate_cache_evictions_total", &labels),
-            entries: gauge!("cuckoo_gate_cache_entries", &labels),
-            capacity: gauge!("cuckoo_gate_cache_capacity", &labels),
+            hits: counter!(CACHE_HITS_TOTAL, &labels),
+            misses: counter!(CACHE_MISSES_TOTAL, &labels),
+            evictions: counter!(CACHE_EVICTIONS_TOTAL, &labels),
+            entries: gauge!(CACHE_ENTRIES, &labels),
+            capacity: gauge!(CACHE_CAPACITY, &labels),
         }
     }
 

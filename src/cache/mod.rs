@@ -180,12 +180,30 @@ impl<K, V> fmt::Debug for AdmissionCacheBuilder<K, V> {
 impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
     /// Most entries held (required, at least 1); with a [`weigher`](Self::weigher), the
     /// most total weight held.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = cuckoo_gate::AdmissionCache::<u64, u64>::builder().capacity(1_000).build()?;
+    /// assert_eq!(cache.capacity(), 1_000);
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     pub fn capacity(mut self, capacity: usize) -> Self {
         self.capacity = capacity;
         self
     }
 
     /// The admission policy; default [`AdmissionPolicy::S3Fifo`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::{Admission, AdmissionCache, AdmissionPolicy};
+    ///
+    /// let lru = AdmissionCache::builder().capacity(100).admission(AdmissionPolicy::Always).build()?;
+    /// assert_eq!(lru.insert(1, "one"), Admission::Admitted); // no gate: stored at first sight
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     pub fn admission(mut self, policy: AdmissionPolicy) -> Self {
         self.policy = policy;
         self
@@ -195,6 +213,16 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
     /// gives one global order (an exact LRU under [`AdmissionPolicy::Always`]); the
     /// default is 4 per available core, which keeps lock contention low. Each shard holds
     /// an equal share of the capacity.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::{AdmissionCache, BuildError};
+    ///
+    /// assert!(AdmissionCache::<u64, u64>::builder().capacity(100).shards(1).build().is_ok());
+    /// let too_many = AdmissionCache::<u64, u64>::builder().capacity(100).shards(101).build();
+    /// assert!(matches!(too_many, Err(BuildError::InvalidShards { .. })));
+    /// ```
     pub fn shards(mut self, shards: usize) -> Self {
         self.shards = Some(shards);
         self
@@ -227,6 +255,17 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
 
     /// About how many entries the cache will hold; the gate is sized from it. Required
     /// with a [`weigher`](Self::weigher); without one it is the capacity.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::{AdmissionCache, BuildError};
+    ///
+    /// let weighed = AdmissionCache::<u64, Vec<u8>>::builder().capacity(1 << 20);
+    /// let weighed = weighed.weigher(|_key, value| value.len() as u32);
+    /// assert_eq!(weighed.clone().build().unwrap_err(), BuildError::EstimatedEntriesRequired);
+    /// assert!(weighed.estimated_entries(256).build().is_ok()); // values of about 4 KiB
+    /// ```
     pub fn estimated_entries(mut self, entries: usize) -> Self {
         self.estimated_entries = Some(entries);
         self
@@ -238,12 +277,32 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
     /// [`AdmissionPolicy::SecondHit`]; under S3-FIFO 0.9 per entry, the size of the ghost
     /// queue in S3-FIFO's paper, so that every key that queue would remember is remembered;
     /// unused under [`AdmissionPolicy::Always`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::{AdmissionCache, AdmissionPolicy};
+    ///
+    /// let second_hit = AdmissionCache::<u64, u64>::builder().admission(AdmissionPolicy::SecondHit);
+    /// let cache = second_hit.capacity(1_000).gate_capacity(50_000).build()?;
+    /// assert_eq!(cache.gate().map(|gate| gate.stats().capacity), Some(50_000));
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     pub fn gate_capacity(mut self, keys: usize) -> Self {
         self.gate_capacity = Some(keys);
         self
     }
 
     /// Fixes the hash seeds (reproducible runs); random by default.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let build = || cuckoo_gate::AdmissionCache::<u64, u64>::builder().capacity(100).seed(7).build();
+    /// let (a, b) = (build()?, build()?);
+    /// (0..1_000).for_each(|k| assert_eq!(a.insert(k, k), b.insert(k, k))); // same decisions
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
         self
@@ -251,6 +310,17 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
 
     /// Registers this cache's metrics (feature `metrics`) under the label
     /// `name="<name>"`; publish them with [`AdmissionCache::publish_metrics`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let recorder = metrics_util::debugging::DebuggingRecorder::new(); // or a Prometheus exporter
+    /// let builder = cuckoo_gate::AdmissionCache::<u64, u64>::builder().capacity(100).metrics_name("edge");
+    /// let cache = metrics::with_local_recorder(&recorder, || builder.build())?;
+    /// cache.publish_metrics();
+    /// assert_eq!(recorder.snapshotter().snapshot().into_vec().len(), 9); // the cache's series
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     #[cfg(feature = "metrics")]
     pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
         self.metrics_name = Some(name.into());
@@ -295,7 +365,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
             (_, Some(keys)) => keys,
             (AdmissionPolicy::Always, None) => 1,
             (AdmissionPolicy::SecondHit, None) => entries.saturating_mul(DEFAULT_GATE_MULTIPLIER),
-            (AdmissionPolicy::S3Fifo, None) => (entries - entries / 10).max(1),
+            (AdmissionPolicy::S3Fifo, None) => policy::default_ghost_capacity(entries),
         };
         if gate_capacity == 0 {
             return Err(BuildError::ZeroCapacity);
@@ -442,7 +512,8 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         value
     }
 
-    /// Removes `key`, returning its value.
+    /// Removes `key`, returning its value. Takes the key's shard's write lock; the removed
+    /// key is dropped after it is released.
     ///
     /// # Examples
     ///

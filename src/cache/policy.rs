@@ -46,6 +46,12 @@ const PROMOTE_AT: u8 = 2;
 /// found 10% best across its 6,594 traces, and robust between 5% and 20%).
 const SMALL_SHARE: u64 = 10;
 
+/// Keys S3-FIFO's ghosts remember by default in a cache of `entries` entries (at least
+/// 1): the main queue's share, the size of the ghost queue in S3-FIFO's paper.
+pub(crate) fn default_ghost_capacity(entries: usize) -> usize {
+    (entries - entries / SMALL_SHARE as usize).max(1)
+}
+
 /// A shard's policy: where admitted keys go and what eviction takes.
 pub(crate) struct Policy {
     pub(crate) kind: AdmissionPolicy,

@@ -108,7 +108,15 @@ impl Default for FilterBuilder {
 
 impl FilterBuilder {
     /// Expected number of items (required, at least 1). The table gets enough slots to hold
-    /// this many at 95% load.
+    /// this many at 95% load (94.5% for [`Layout::Windows`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let filter = cuckoo_gate::CuckooFilter::builder().capacity(10_000).build()?;
+    /// assert!(filter.capacity() >= 10_000);
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     pub fn capacity(mut self, items: usize) -> Self {
         self.capacity = items;
         self
@@ -156,6 +164,15 @@ impl FilterBuilder {
     /// Target false-positive rate ε, strictly between 0 and 1 and at least about 1.9e-9
     /// (31-bit fingerprints). Default [`DEFAULT_FALSE_POSITIVE_RATE`]. The slot width is the
     /// smallest that meets ε even at 100% load.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let filter = cuckoo_gate::CuckooFilter::builder().capacity(1_000).false_positive_rate(0.01).build()?;
+    /// assert_eq!(filter.false_positive_rate(), 0.01);
+    /// assert!(filter.stats().estimated_false_positive_rate <= 0.01);
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     pub fn false_positive_rate(mut self, epsilon: f64) -> Self {
         self.false_positive_rate = epsilon;
         self
@@ -163,6 +180,17 @@ impl FilterBuilder {
 
     /// Fixes the hash seed, making placement (and so false positives) reproducible. By
     /// default every filter draws a random seed, so nobody can precompute keys that collide.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let build = || cuckoo_gate::CuckooFilter::builder().capacity(1_000).seed(7).build();
+    /// let (a, b) = (build()?, build()?);
+    /// a.insert("k")?;
+    /// b.insert("k")?;
+    /// assert!((0..100_000u32).all(|i| a.contains(&i) == b.contains(&i))); // same false positives
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
         self
@@ -198,6 +226,18 @@ impl FilterBuilder {
     /// largest table the filter may grow to, whichever is more. By default up to 1024,
     /// fewer for tables too small to use them. More stripes let more writers proceed at
     /// once; a stripe costs 32 bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::{BuildError, CuckooFilter};
+    ///
+    /// let filter = CuckooFilter::builder().capacity(100_000).stripes(2048).build()?;
+    /// assert_eq!(filter.stats().stripes, 2048);
+    /// let odd = CuckooFilter::builder().capacity(100_000).stripes(1000).build();
+    /// assert!(matches!(odd, Err(BuildError::InvalidStripes { .. })));
+    /// # Ok::<(), BuildError>(())
+    /// ```
     pub fn stripes(mut self, stripes: usize) -> Self {
         self.stripes = Some(stripes);
         self
@@ -205,6 +245,17 @@ impl FilterBuilder {
 
     /// Registers this filter's metrics (feature `metrics`) under the label
     /// `name="<name>"`; publish them with [`CuckooFilter::publish_metrics`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let recorder = metrics_util::debugging::DebuggingRecorder::new(); // or a Prometheus exporter
+    /// let builder = cuckoo_gate::CuckooFilter::builder().capacity(100).metrics_name("sessions");
+    /// let filter = metrics::with_local_recorder(&recorder, || builder.build())?;
+    /// filter.publish_metrics();
+    /// assert_eq!(recorder.snapshotter().snapshot().into_vec().len(), 11); // the filter's series
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     #[cfg(feature = "metrics")]
     pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
         self.metrics_name = Some(name.into());

@@ -7,14 +7,13 @@
 //! two buckets of a table as compact as a fixed-size filter's, and the false-positive rate
 //! never exceeds the configured one, at one side bit per slot per doubling still allowed.
 //!
-//! Why not the alternatives the design notes list (by arithmetic; the growth example
-//! measures the chosen scheme, see the README): a chain of sub-filters, each twice the
-//! last with a one bit longer fingerprint, probes every level, so after four doublings a
+//! Why not the alternatives (by arithmetic): a chain of sub-filters, each twice the last
+//! with a one bit longer fingerprint, probes every level, so after four doublings a
 //! negative lookup reads ten buckets instead of two, and it holds 1 + 2 + 4 + 8 + 16 = 31
 //! units of table for 16 units of items (about 1.9x the memory of a right-sized filter,
-//! against 1.3x here at ε = 0.1%, failing the 1.5x budget). Moving a fingerprint bit into
-//! the index instead (InfiniFilter) keeps the slot narrow but doubles the false-positive
-//! rate at every doubling (16x after four, against a 2x budget).
+//! against 1.3x here at ε = 0.1%). Moving a fingerprint bit into the index instead
+//! (InfiniFilter) keeps the slot narrow but doubles the false-positive rate at every
+//! doubling (16x after four, where here it stays at ε).
 //!
 //! The protocol, with one thread growing at a time under the growth lock:
 //!

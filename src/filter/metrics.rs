@@ -3,6 +3,11 @@
 use metrics::{counter, gauge, Counter, Gauge};
 
 use super::FilterStats;
+use crate::metrics::{
+    FILTER_DOUBLINGS_TOTAL, FILTER_FAILED_INSERTS_TOTAL, FILTER_FALSE_POSITIVE_RATIO,
+    FILTER_FINGERPRINT_WIDTH, FILTER_INSERTS_TOTAL, FILTER_ITEMS, FILTER_LOAD_RATIO, FILTER_MEMORY_BYTES,
+    FILTER_RELOCATIONS_TOTAL, FILTER_REMOVES_TOTAL, FILTER_SLOTS,
+};
 
 /// The registered handles of one filter.
 pub(crate) struct FilterMetrics {
@@ -24,17 +29,17 @@ impl FilterMetrics {
         crate::metrics::describe();
         let labels = [("name", name.to_owned())];
         FilterMetrics {
-            items: gauge!("cuckoo_gate_filter_items", &labels),
-            slots: gauge!("cuckoo_gate_filter_slots", &labels),
-            load: gauge!("cuckoo_gate_filter_load_ratio", &labels),
-            memory: gauge!("cuckoo_gate_filter_memory_bytes", &labels),
-            fpr: gauge!("cuckoo_gate_filter_false_positive_ratio", &labels),
-            fingerprint_bits: gauge!("cuckoo_gate_filter_fingerprint_width", &labels),
-            inserts: counter!("cuckoo_gate_filter_inserts_total", &labels),
-            failed: counter!("cuckoo_gate_filter_failed_inserts_total", &labels),
-            removes: counter!("cuckoo_gate_filter_removes_total", &labels),
-            relocations: counter!("cuckoo_gate_filter_relocations_total", &labels),
-            doublings: counter!("cuckoo_gate_filter_doublings_total", &labels),
+            items: gauge!(FILTER_ITEMS, &labels),
+            slots: gauge!(FILTER_SLOTS, &labels),
+            load: gauge!(FILTER_LOAD_RATIO, &labels),
+            memory: gauge!(FILTER_MEMORY_BYTES, &labels),
+            fpr: gauge!(FILTER_FALSE_POSITIVE_RATIO, &labels),
+            fingerprint_bits: gauge!(FILTER_FINGERPRINT_WIDTH, &labels),
+            inserts: counter!(FILTER_INSERTS_TOTAL, &labels),
+            failed: counter!(FILTER_FAILED_INSERTS_TOTAL, &labels),
+            removes: counter!(FILTER_REMOVES_TOTAL, &labels),
+            relocations: counter!(FILTER_RELOCATIONS_TOTAL, &labels),
+            doublings: counter!(FILTER_DOUBLINGS_TOTAL, &labels),
         }
     }
 

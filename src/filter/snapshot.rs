@@ -6,9 +6,8 @@
 //! finish), copies the words, and thaws the stripes. Readers never block: a frozen stripe
 //! is stable and even, so lookups keep succeeding optimistically. Writers that meet a
 //! frozen stripe wait for the growth lock and redo their operation afterwards, so they
-//! pause for the copy (`examples/snapshot.rs` measures the pause: about 20 ms for a
-//! 33 MiB table on a 2-core VM), not for the encoding and the I/O, which run after the
-//! thaw.
+//! pause for the copy (`examples/snapshot.rs` measures the pause), not for the encoding
+//! and the I/O, which run after the thaw.
 
 use std::io::{Read, Write};
 
