@@ -14,7 +14,7 @@
 //! fresh generation. A ghost is a hint (a false answer only sends one key to the other
 //! queue), so the false positive rate, at most 8 / 2^16 per generation, needs no knob.
 
-use crate::filter::{Buckets, Lanes, SLOTS};
+use crate::filter::{Buckets, Lanes, MIX, SLOTS};
 #[cfg(feature = "metrics")]
 use crate::gate::GateStats;
 use crate::primitive::prefetch;
@@ -93,7 +93,7 @@ impl Ghosts {
     fn locate(&self, hash: u64) -> Place {
         // The shard and the cache's table use the low half and the top 7 bits; mixing
         // every bit keeps the ghost's buckets independent of both.
-        let mixed = hash.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mixed = hash.wrapping_mul(MIX);
         let fp = (mixed >> 48) as u16 | 1;
         let i1 = (mixed >> 16) as usize & self.mask;
         Place { fp, i1, i2: self.other(i1, fp) }

@@ -58,7 +58,7 @@ pub(crate) use self::bucket::{Buckets, Lanes, Shape, SLOTS};
 pub(crate) use self::builder::random_seed;
 pub use self::builder::{FilterBuilder, DEFAULT_DOUBLINGS, DEFAULT_FALSE_POSITIVE_RATE};
 pub use self::hash::Layout;
-pub(crate) use self::hash::Probe;
+pub(crate) use self::hash::{Probe, MIX};
 pub(crate) use self::relocate::Hop;
 pub(crate) use self::stripe::Frozen;
 pub(crate) use self::table::{Locked, Table};
