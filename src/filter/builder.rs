@@ -199,7 +199,7 @@ impl FilterBuilder {
     /// How the table arranges its slots. [`Layout::Buckets`] (the default) can double;
     /// [`Layout::Windows`] is fixed-size and about one bit per item smaller at the same
     /// false-positive rate (12 bits per slot at the default 0.1%, against 13), for about
-    /// 12% more instructions per lookup and slower inserts near full (`cargo run --release
+    /// 20% more instructions per lookup and slower inserts near full (`cargo run --release
     /// --example space_accuracy` and `filter_report -- --throughput` measure both). A
     /// windowed filter holds at least `capacity` items, then reports
     /// [`InsertError::Full`](crate::InsertError::Full); a `max_capacity` above twice the
