@@ -255,10 +255,10 @@ impl<S: Shape> Lanes<S> {
     /// one (no wide multiply).
     #[inline]
     pub(crate) fn repeat(&self, value: u64) -> S::Word {
-        let v = S::Word::from_u64(value);
         let all = if S::Word::BITS == 64 {
             S::Word::from_u64(value.wrapping_mul(self.ones.low_u64()))
         } else {
+            let v = S::Word::from_u64(value);
             let two = v | v << self.slot_bits;
             match S::SLOTS {
                 2 => two,

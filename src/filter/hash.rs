@@ -55,9 +55,10 @@
 //! `D(fp)` would map neighbouring windows (which share a slot) onto neighbouring windows
 //! for every key with the same fingerprint, a correlation that costs load, the more the
 //! shorter the fingerprint. So a windowed table is made of whole groups of 63 windows, and
-//! the second window of a key in window `63 g + r` is `63 (g + G) + (a r + b) mod 63`,
-//! with `G` in `[1, groups - 1]` and `b` drawn from the fingerprint, and `a` a unit modulo
-//! 63 (not ±1) drawn from it too, so that neighbours land apart and the map can be inverted. Windows cannot double by splitting (neighbouring
+//! the second window of a key in window `r` of group `g` is window `(a r + b) mod 63` of
+//! group `g + G` (mod groups), with `G` in `[1, groups - 1]` and `b` drawn from the
+//! fingerprint, and `a` a unit modulo 63 (not ±1) drawn from it too, so that neighbours
+//! land apart and the map can be inverted. Windows cannot double by splitting (neighbouring
 //! entries would collide in a child window), so windowed filters are fixed-size.
 
 use super::bucket::{GROUP_SLOTS, SLOTS};
@@ -370,11 +371,8 @@ impl Geometry {
         let t = hash as u128 * self.buckets() as u128;
         let (i1, frac) = ((t >> 64) as usize, t as u64);
         let ext = frac >> (63 - self.doublings_left()) >> 1;
-        let fp_range = (1u64 << self.fingerprint_bits) - 1;
-        let fp = 1 + (((hash as u32 as u64) * fp_range) >> 32);
-        let i2 = self.forward(i1, fp, windowed);
-        let tag_bits = 1 + windowed as u32;
-        Probe { i1, i2, v1: fp << tag_bits, v2: (fp << tag_bits) | 1 << (tag_bits - 1), ext }
+        let fp = 1 + (((hash as u32 as u64) * ((1u64 << self.fingerprint_bits) - 1)) >> 32);
+        Probe { i1, i2: self.forward(i1, fp, false), v1: fp << 1, v2: fp << 1 | 1, ext }
     }
 
     /// `D(fp)`, in `[1, B - 1]`.

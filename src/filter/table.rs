@@ -264,7 +264,7 @@ impl<S: Shape> Table<S> {
     /// either stripe meanwhile.
     #[inline]
     fn try_read_pair(&self, i1: usize, i2: usize) -> Option<(S::Word, S::Word)> {
-        let (a, b) = (&self.stripes[self.stripe_of(i1)], &self.stripes[self.stripe_of(i2)]);
+        let (a, b) = (self.stripe(i1), self.stripe(i2));
         let (sa, sb) = (a.optimistic_read()?, b.optimistic_read()?);
         let (b1, b2) = (self.load_bucket(i1), self.load_bucket(i2));
         let valid = (a.unchanged_since(sa) && b.unchanged_since(sb)) || broken::SKIP_VALIDATION;
