@@ -100,8 +100,7 @@ impl<S: Shape> Table<S> {
     /// Whether the key of `p` may be present. Lock-free.
     #[inline]
     pub(crate) fn contains(&self, p: Probe) -> bool {
-        let (b1, b2) = self.read_pair(p.i1, p.i2);
-        self.lanes().matches(b1, p.v1).any() || self.lanes().matches(b2, p.v2).any()
+        self.holds_either(p.i1, p.v1, p.i2, p.v2)
     }
 
     /// Copies of the key of `p` (or of keys indistinguishable from it). Lock-free.

@@ -260,6 +260,30 @@ impl<S: Shape> Table<S> {
         }
     }
 
+    /// Whether bucket `i1` holds the lane value `v1` or bucket `i2` holds `v2`. Lock-free.
+    ///
+    /// Only "neither" needs the two buckets as of one instant, so only it is validated: a
+    /// match is returned as soon as it is read. A writer stored that value, so a key that
+    /// maps to it was present when it was read (a read torn by a concurrent write can at
+    /// worst make up a false positive, never hide a key). Present keys thus skip the
+    /// validation, and most skip the second bucket's cache miss.
+    #[inline]
+    pub(crate) fn holds_either(&self, i1: usize, v1: u64, i2: usize, v2: u64) -> bool {
+        let (a, b) = (self.stripe(i1), self.stripe(i2));
+        if let (Some(sa), Some(sb)) = (a.optimistic_read(), b.optimistic_read()) {
+            if self.lanes.matches(self.load_bucket(i1), v1).any()
+                || self.lanes.matches(self.load_bucket(i2), v2).any()
+            {
+                return true;
+            }
+            if (a.unchanged_since(sa) && b.unchanged_since(sb)) || broken::SKIP_VALIDATION {
+                return false;
+            }
+        }
+        let (b1, b2) = self.read_pair_contended(i1, i2);
+        self.lanes.matches(b1, v1).any() || self.lanes.matches(b2, v2).any()
+    }
+
     /// One optimistic read of buckets `i1` and `i2`: `None` if a writer held or took
     /// either stripe meanwhile.
     #[inline]
