@@ -66,9 +66,11 @@
 //!
 //! * Buckets are grouped into lock *stripes*, each with a version word used as a seqlock.
 //!   Writers lock the (at most two) stripes they touch, in index order.
-//! * Lookups take no lock and write no shared memory: they read the two version stamps,
-//!   the two buckets, then re-check the stamps, retrying if a writer intervened; after 16
-//!   failed tries they lock, so they cannot starve.
+//! * Lookups take no lock and write no shared memory: they read the two version stamps
+//!   and the two buckets. A match is answered at once (a writer stored it; a read torn by
+//!   a concurrent write can at worst add a false positive). A miss re-checks the stamps
+//!   and retries if a writer intervened; after 16 failed tries the lookup locks, so it
+//!   cannot starve.
 //! * Every stored fingerprint is, at every instant, in one of its two buckets (or
 //!   windows), and every move happens in one lock hold over its source and destination.
 //!   Hence **a lookup for a key that was inserted and not removed never misses**,
