@@ -150,21 +150,29 @@ pub(crate) use imp::*;
 
 use crossbeam_utils::CachePadded;
 
-/// Asks the CPU to start loading the cache line holding `word` (a hint: no effect on what
+/// Asks the CPU to start loading the cache line holding `value` (a hint: no effect on what
 /// any load returns). A no-op under loom and on targets without a prefetch instruction.
 #[inline(always)]
-#[allow(unsafe_code)]
 pub(crate) fn prefetch<T>(value: &T) {
+    prefetch_at(std::slice::from_ref(value), 0);
+}
+
+/// [`prefetch`] of `items[index]`, without a bounds check: an index past the end is a
+/// useless hint, never an error.
+#[inline(always)]
+#[allow(unsafe_code)]
+pub(crate) fn prefetch_at<T>(items: &[T], index: usize) {
+    let address = items.as_ptr().wrapping_add(index);
     #[cfg(all(target_arch = "x86_64", not(cuckoo_gate_loom)))]
     // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 CPU has (it is in the target's
     // baseline). A prefetch never faults and never reads memory into a Rust value, so any
-    // address is sound; this one is a live reference's.
+    // address is sound, in bounds or not.
     unsafe {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast::<i8>());
+        _mm_prefetch::<_MM_HINT_T0>(address.cast::<i8>());
     }
     #[cfg(not(all(target_arch = "x86_64", not(cuckoo_gate_loom))))]
-    let _ = value;
+    let _ = address;
 }
 
 /// Asks the kernel to back `words` with transparent huge pages where it can (Linux; a

@@ -95,6 +95,7 @@ impl Current {
     /// Runs `f` once on the table current at the call. For writers, whose stripe locks
     /// refuse a retired table, and for the grower and snapshots, which hold the growth
     /// lock (no table is retired meanwhile).
+    #[inline]
     pub(crate) fn with<R>(&self, f: impl FnOnce(&AnyTable) -> R) -> R {
         // SAFETY: as in `read`.
         f(unsafe { &*self.pointer.load(Ordering::Acquire) })

@@ -365,31 +365,57 @@ impl CuckooFilter {
         self.insert_hash(hash, true)
     }
 
+    #[inline]
     fn insert_hash(&self, hash: u64, unique: bool) -> Result<bool, InsertError> {
+        match self.try_insert(hash, unique) {
+            Ok(inserted) => Ok(inserted),
+            Err(refusal) => self.insert_refused(hash, unique, refusal),
+        }
+    }
+
+    /// One attempt at an insert into the current table; a refusal comes with that table's
+    /// geometry, which says whether to grow.
+    #[inline]
+    fn try_insert(&self, hash: u64, unique: bool) -> Result<bool, (Refused, Geometry)> {
+        self.current.with(|table| {
+            with_table!(table, t => t.insert(t.probe(hash), unique)).map_err(|r| (r, *table.geometry()))
+        })
+    }
+
+    /// [`insert_hash`](Self::insert_hash) after the current table refused it: waits for a
+    /// doubling, grows, or reports why it cannot, and retries. Out of line, so that the
+    /// insert that succeeds at once carries none of it.
+    #[cold]
+    #[inline(never)]
+    fn insert_refused(
+        &self,
+        hash: u64,
+        unique: bool,
+        mut refusal: (Refused, Geometry),
+    ) -> Result<bool, InsertError> {
         let result = loop {
-            // The geometry is copied out only for a refusal, which needs it.
-            let result = self.current.with(|table| {
-                with_table!(table, t => t.insert(t.probe(hash), unique)).map_err(|r| (r, *table.geometry()))
-            });
-            match result {
-                Ok(inserted) => break Ok(inserted),
-                Err((Refused::TooManyCopies, _)) => break Err(InsertError::TooManyCopies),
-                Err((Refused::Frozen, _)) => self.wait_for_growth(),
+            match refusal {
+                (Refused::TooManyCopies, _) => break Err(InsertError::TooManyCopies),
+                (Refused::Frozen, _) => self.wait_for_growth(),
                 // Random keys fill a table to about 96% before an insert fails; a failure
                 // below half is crowding, which a doubling would not relieve.
-                Err((Refused::Full, geometry)) if 2 * self.len() < geometry.slots() => {
+                (Refused::Full, geometry) if 2 * self.len() < geometry.slots() => {
                     break Err(InsertError::Crowded)
                 }
-                Err((Refused::Full, geometry)) if geometry.doublings_left() == 0 && geometry.level() > 0 => {
+                (Refused::Full, geometry) if geometry.doublings_left() == 0 && geometry.level() > 0 => {
                     break Err(InsertError::MaxCapacityReached { capacity: geometry.slots() })
                 }
-                Err((Refused::Full, _)) if !self.current.replaceable() => break Err(InsertError::Full),
-                Err((Refused::Full, geometry)) => {
+                (Refused::Full, _) if !self.current.replaceable() => break Err(InsertError::Full),
+                (Refused::Full, geometry) => {
                     if let Err(e) = self.grow(geometry.level()) {
                         break Err(e);
                     }
                 }
             }
+            refusal = match self.try_insert(hash, unique) {
+                Ok(inserted) => break Ok(inserted),
+                Err(refusal) => refusal,
+            };
         };
         if result.is_err() {
             self.failed_inserts.fetch_add(1, Ordering::Relaxed);

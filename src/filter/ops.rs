@@ -37,6 +37,7 @@ const MAX_ATTEMPTS: usize = 8;
 impl<S: Shape> Table<S> {
     /// Stores the key of `p`; with `unique`, only if it is absent. `Ok(false)` means it was
     /// present and `unique` was set.
+    #[inline]
     pub(crate) fn insert(&self, p: Probe, unique: bool) -> Result<bool, Refused> {
         let lanes = self.lanes();
         // Start loading both buckets (and the side bits a put writes) before taking a

@@ -94,7 +94,25 @@ impl Stripe {
     ///
     /// `Err(Frozen)` if the stripe is frozen (or becomes frozen while this waits): its table
     /// is being retired or copied, and the caller must wait for the growth lock and retry.
+    #[inline]
     pub(crate) fn lock(&self) -> Result<(), Frozen> {
+        let version = self.version.load(Ordering::Relaxed);
+        if version & (FROZEN | 1) == 0
+            && self
+                .version
+                .compare_exchange(version, version + 1, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        {
+            return Ok(());
+        }
+        self.lock_contended()
+    }
+
+    /// [`Stripe::lock`] once its first attempt failed: waits out the writer, out of line so
+    /// that the uncontended path carries none of the backoff's state.
+    #[cold]
+    #[inline(never)]
+    fn lock_contended(&self) -> Result<(), Frozen> {
         let mut backoff = Backoff::new();
         loop {
             let version = self.version.load(Ordering::Relaxed);

@@ -24,7 +24,9 @@ use super::bucket::{Lanes, Shape, Windows, Word, SLOTS};
 use super::hash::{Geometry, Layout, Probe};
 use super::stripe::{Frozen, Stripe};
 use crate::broken;
-use crate::primitive::{advise_huge_pages, fence, prefetch, release_pages, spin_hint, AtomicU64, Ordering};
+use crate::primitive::{
+    advise_huge_pages, fence, prefetch_at, release_pages, spin_hint, AtomicU64, Ordering,
+};
 use crate::snapshot::SnapshotError;
 
 /// Optimistic attempts before a reader takes the locks.
@@ -231,8 +233,8 @@ impl<S: Shape> Table<S> {
     #[inline]
     pub(crate) fn prefetch_bucket(&self, bucket: usize) {
         let word = S::first_slot(bucket) * self.lanes.slot_bits() as usize / 64;
-        prefetch(&self.words[word]);
-        prefetch(&self.words[word + 1]);
+        prefetch_at(&self.words, word);
+        prefetch_at(&self.words, word + 1);
     }
 
     /// Starts loading the extension bits of bucket `bucket` (nothing in a table that
@@ -240,7 +242,7 @@ impl<S: Shape> Table<S> {
     #[inline]
     pub(crate) fn prefetch_ext(&self, bucket: usize) {
         if let bits @ 1.. = self.geometry.doublings_left() {
-            prefetch(&self.ext[S::first_slot(bucket) * bits as usize / 64]);
+            prefetch_at(&self.ext, S::first_slot(bucket) * bits as usize / 64);
         }
     }
 
@@ -319,6 +321,7 @@ impl<S: Shape> Table<S> {
     /// Locks the stripes of buckets `i1` and `i2` (once if they share one), lowest index
     /// first so that two writers can never wait on each other. Blocks while another writer
     /// holds either stripe. `Err(Frozen)`, holding nothing, if the table is frozen.
+    #[inline]
     pub(crate) fn lock_pair(&self, i1: usize, i2: usize) -> Result<Locked<'_, S>, Frozen> {
         let (x, y) = (self.stripe_of(i1), self.stripe_of(i2));
         let (first, second) = (x.min(y), x.max(y));
@@ -544,7 +547,7 @@ impl<S: Shape> Locked<'_, S> {
 
     /// Stores the entry with lane value `value` and extension bits `ext` in the empty slot
     /// `lane` of `bucket`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn put(&self, bucket: usize, lane: usize, value: u64, ext: u64) {
         debug_assert!(self.holds(bucket));
         debug_assert_eq!(self.table.lanes.lane(self.table.load_bucket(bucket), lane), 0);
