@@ -20,7 +20,7 @@
 //! word saw a write ordered after that fence; its `Acquire` fence after the read then
 //! orders the swap before its re-load of the pointer, which therefore differs. A reader
 //! whose re-load still sees the old pointer read no released word, so it read the old
-//! table's real content (frozen, or validated by its stripes as always), which holds every
+//! table's real content (frozen, or validated by its stripes for a miss), which holds every
 //! key inserted before the reader began. Under loom, releasing the pages is modelled by
 //! storing zero into every word after the fence.
 //!

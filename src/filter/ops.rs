@@ -2,7 +2,7 @@
 //!
 //! Every write happens under [`Table::lock_pair`] of the key's two buckets, so the
 //! check-then-act of `insert_unique` and `remove` is atomic; lookups go through
-//! [`Table::read_pair`] and take no lock. A write that meets a frozen stripe returns
+//! [`Table::holds_either`] (and `count` through [`Table::read_pair`]) and take no lock. A write that meets a frozen stripe returns
 //! `Frozen` having changed nothing the key depends on, and the filter repeats it once the
 //! doubling (or snapshot) that froze the table is done.
 

@@ -8,7 +8,8 @@
 //! * Readers: [`Stripe::optimistic_read`] loads the version with `Acquire` (and gives up if
 //!   it is odd), reads the data with `Relaxed` loads, and checks
 //!   [`Stripe::unchanged_since`], which issues `fence(Acquire)` and re-loads the version
-//!   (as crossbeam's `SeqLock::validate_read` does).
+//!   (as crossbeam's `SeqLock::validate_read` does). A lookup that found its key skips the
+//!   check: a value read was stored by a writer, so only "absent" needs the validation.
 //!
 //! Why that validates: if a reader's relaxed load returns a value that a writer stored,
 //! that store is a `Release` store, so the reader's later acquire fence synchronises with

@@ -228,7 +228,7 @@ impl<S: Shape> Table<S> {
             & self.lanes.bucket_mask()
     }
 
-    /// Starts loading bucket `bucket` into the cache (see [`prefetch`]): its first word, and
+    /// Starts loading bucket `bucket` into the cache (see [`prefetch_at`]): its first word, and
     /// the next, which holds the rest of the bucket when it straddles a boundary.
     #[inline]
     pub(crate) fn prefetch_bucket(&self, bucket: usize) {
