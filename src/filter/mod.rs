@@ -13,10 +13,10 @@
 //! * `grow.rs`: doubling the table when it is full, and the freeze it shares with snapshots.
 //!
 //! The concurrency protocol, in the order a reader meets it: `current.rs` (which table),
-//! `table.rs` (`holds_either` and `read_pair`: optimistic reads of two buckets), `stripe.rs`
-//! (the stamps they validate against, and the locks and freezing writers use), `relocate.rs` (moves that
-//! keep every entry visible), `grow.rs` (doubling). `crate::broken` lists the deliberate
-//! breaks the loom models must catch.
+//! `table.rs` (`holds_either` and `read_pair`: optimistic reads of two buckets),
+//! `stripe.rs` (the stamps they validate against, and the locks and freezing writers use),
+//! `relocate.rs` (moves that keep every entry visible), `grow.rs` (doubling).
+//! `crate::broken` lists the deliberate breaks the loom models must catch.
 
 /// Runs `$body` with `$t` bound to the table, whichever its word type (defined before the
 /// modules so that they can use it too).

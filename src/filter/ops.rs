@@ -2,9 +2,10 @@
 //!
 //! Every write happens under [`Table::lock_pair`] of the key's two buckets, so the
 //! check-then-act of `insert_unique` and `remove` is atomic; lookups go through
-//! [`Table::holds_either`] (and `count` through [`Table::read_pair`]) and take no lock. A write that meets a frozen stripe returns
-//! `Frozen` having changed nothing the key depends on, and the filter repeats it once the
-//! doubling (or snapshot) that froze the table is done.
+//! [`Table::holds_either`] (and `count` through [`Table::read_pair`]) and take no lock. A
+//! write that meets a frozen stripe returns `Frozen` having changed nothing the key depends
+//! on, and the filter repeats it once the doubling (or snapshot) that froze the table is
+//! done.
 
 use super::bucket::{Lanes, Shape};
 use super::hash::Probe;

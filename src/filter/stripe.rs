@@ -97,16 +97,27 @@ impl Stripe {
     /// is being retired or copied, and the caller must wait for the growth lock and retry.
     #[inline]
     pub(crate) fn lock(&self) -> Result<(), Frozen> {
-        let version = self.version.load(Ordering::Relaxed);
-        if version & (FROZEN | 1) == 0
-            && self
-                .version
-                .compare_exchange(version, version + 1, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-        {
+        if self.try_lock()? {
             return Ok(());
         }
         self.lock_contended()
+    }
+
+    /// One attempt at [`Stripe::lock`]: `Ok(false)` if a writer holds the stripe or took it
+    /// first.
+    #[inline]
+    fn try_lock(&self) -> Result<bool, Frozen> {
+        let version = self.version.load(Ordering::Relaxed);
+        if version & (FROZEN | 1) == 0 {
+            Ok(self
+                .version
+                .compare_exchange(version, version + 1, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok())
+        } else if version & FROZEN != 0 {
+            Err(Frozen)
+        } else {
+            Ok(false)
+        }
     }
 
     /// [`Stripe::lock`] once its first attempt failed: waits out the writer, out of line so
@@ -115,21 +126,10 @@ impl Stripe {
     #[inline(never)]
     fn lock_contended(&self) -> Result<(), Frozen> {
         let mut backoff = Backoff::new();
-        loop {
-            let version = self.version.load(Ordering::Relaxed);
-            if version & FROZEN != 0 {
-                return Err(Frozen);
-            }
-            if version & 1 == 0
-                && self
-                    .version
-                    .compare_exchange(version, version + 1, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-            {
-                return Ok(());
-            }
+        while !self.try_lock()? {
             backoff.snooze();
         }
+        Ok(())
     }
 
     /// Locks the stripe (waiting for its writer) and unlocks it frozen: no writer can take
