@@ -99,6 +99,25 @@ fn one_shard_always_is_exactly_lru() {
 }
 
 #[test]
+fn s3fifo_is_at_least_lru_on_every_shared_trace() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces");
+    for name in ["adaptsize_cdn", "arc_p6", "cache2k_web07", "cloudphysics_io", "lirs_sprite"] {
+        let Some(trace) = read_trace(&dir.join(format!("{name}.keys"))) else {
+            eprintln!("skipping {name}: ../shared/traces/{name}.keys not found");
+            continue;
+        };
+        let objects = trace.iter().collect::<std::collections::HashSet<_>>().len();
+        for percent in [1, 5, 10] {
+            let capacity = (objects * percent / 100).max(10);
+            let lru = textbook_lru_hits(&trace, capacity).0;
+            let cache = AdmissionCache::builder().capacity(capacity).shards(1).seed(7).build().unwrap();
+            let hits = replay_hits(&trace, &cache).iter().filter(|&&hit| hit).count() as u64;
+            assert!(hits >= lru, "{name} at {percent}%: S3Fifo {hits} hits, LRU {lru}");
+        }
+    }
+}
+
+#[test]
 fn second_hit_rejects_first_sightings() {
     let cache: AdmissionCache<u64, String> =
         AdmissionCache::builder().capacity(100).admission(AdmissionPolicy::SecondHit).build().unwrap();

@@ -100,7 +100,7 @@ impl Ghosts {
     }
 
     /// Remembers the key of `hash`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn record(&mut self, hash: u64) {
         let place = self.locate(hash);
         if let Some(homeless) = self.insert(place) {

@@ -389,11 +389,8 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
             .map(|i| {
                 // Split exactly: the first `total % shards` shards get one more.
                 let share = |total: u64| total / shards as u64 + u64::from(i < total % shards as u64);
-                // Preallocate for the entries expected, up to a bound: a huge capacity
-                // is not a reason to reserve memory before anything is stored.
-                let expected = (entries / shards).min(1 << 16);
-                let ghosts = share(gate_capacity as u64) as usize;
-                CachePadded::new(ShardLock::new(Shard::new(self.policy, share(capacity), expected, ghosts)))
+                let (entries, ghosts) = (share(entries as u64) as usize, share(gate_capacity as u64) as usize);
+                CachePadded::new(ShardLock::new(Shard::new(self.policy, share(capacity), entries, ghosts)))
             })
             .collect();
         let stripes = (2 * cores).next_power_of_two().min(256);

@@ -20,15 +20,17 @@ pub enum AdmissionPolicy {
     /// that gives recently requested entries another round), and an evicted key is
     /// recorded in the gate so that it is admitted at once if it returns soon.
     SecondHit,
-    /// S3-FIFO (Yang et al., SOSP 2023). New keys enter a small FIFO holding a tenth of
-    /// the capacity; a key requested twice more while there moves to the main FIFO when
-    /// it reaches the tail, and one that was not leaves the cache and is remembered as a
-    /// ghost. A miss on a ghost goes straight to main. The ghost queue is the gate's
+    /// S3-FIFO (Yang et al., SOSP 2023). New keys enter a small FIFO starting at a tenth
+    /// of the capacity; a key requested twice more while there moves to the main FIFO
+    /// when it reaches the tail, and one that was not leaves the cache and is remembered
+    /// as a ghost. A miss on a ghost goes straight to main. The ghost queue is the gate's
     /// design cut down for one shard: two generations of 16-bit fingerprints, written
     /// under the shard's lock. Main evicts in CLOCK order, an entry getting one more
-    /// round per request (up to three). One-hit wonders and scans pass through the small queue
-    /// without displacing keys that were used twice. Hits only bump a counter, under the
-    /// shard's read lock.
+    /// round per request (up to three). One-hit wonders and scans pass through the small
+    /// queue without displacing keys that were used twice. The split between the queues
+    /// adapts as ARC's does: a miss on a key the small queue evicted recently grows it,
+    /// one on a key main evicted recently shrinks it. Hits only bump a counter, under
+    /// the shard's read lock.
     #[default]
     S3Fifo,
 }
@@ -42,9 +44,24 @@ pub(crate) const MAX_FREQ: u8 = 3;
 /// follow-up, often a burst; two show reuse.
 const PROMOTE_AT: u8 = 2;
 
-/// Share of a shard's capacity given to S3-FIFO's small queue, from the paper (which
+/// Share of a shard's capacity S3-FIFO's small queue starts with, from the paper (which
 /// found 10% best across its 6,594 traces, and robust between 5% and 20%).
 const SMALL_SHARE: u64 = 10;
+
+/// Neither queue shrinks below a hundredth of the capacity (as in libCacheSim's
+/// `S3FIFOd`, the S3-FIFO authors' adaptive variant).
+const MIN_SHARE: u64 = 100;
+
+/// Evictions from each queue whose keys count as recent: a tenth of the entries, the
+/// window of libCacheSim's `S3FIFOd`. Each queue's recent keys are two generations of a
+/// twentieth each, so they never count a key that window would have forgotten.
+const RECENT_SHARE: usize = 20;
+
+/// Sampled keys a generation of recent keys holds at least. A larger shard tracks only a
+/// sample of its keys (1 in a power of two, by hash) and moves the split by that many
+/// times a sampled key's weight: the signal keeps its mean and the work per miss stays
+/// bounded, whatever the shard's size.
+const MIN_SAMPLED: usize = 64;
 
 /// Keys S3-FIFO's ghosts remember by default in a cache of `entries` entries (at least
 /// 1): the main queue's share, the size of the ghost queue in S3-FIFO's paper.
@@ -57,10 +74,75 @@ pub(crate) struct Policy {
     pub(crate) kind: AdmissionPolicy,
     /// Most total weight held.
     pub(crate) capacity: u64,
-    /// S3-FIFO's small-queue target weight.
+    /// S3-FIFO's small-queue target weight, adapted by [`Split::adapt`].
     small: u64,
     /// S3-FIFO's ghost queue.
     pub(crate) ghosts: Option<Ghosts>,
+    /// S3-FIFO's recent evictions, which move the split.
+    split: Option<Split>,
+}
+
+/// The keys each of S3-FIFO's queues evicted recently. A miss on one of them would have
+/// been a hit had that queue been a little larger: it moves the split between the queues
+/// by the key's weight towards that queue, the rule of ARC (Megiddo and Modha, FAST
+/// 2003) applied to S3-FIFO's queues as libCacheSim's `S3FIFOd` does.
+struct Split {
+    small: Ghosts,
+    main: Ghosts,
+    /// Keys are tracked if these bits of their hash are clear; 1 in `rate`.
+    sample: u64,
+    rate: u64,
+}
+
+impl Split {
+    fn new(entries: usize) -> Self {
+        let window = entries / RECENT_SHARE;
+        let rate = (window / MIN_SAMPLED).max(1);
+        let rate = 1 << rate.ilog2();
+        // Bits of the hash no table uses: the shard takes the low half's top bits, the
+        // shard's table its low bits and top 7 bits.
+        let sample = (rate as u64 - 1) << 40;
+        Split { small: Ghosts::new(window / rate), main: Ghosts::new(window / rate), sample, rate: rate as u64 }
+    }
+
+    /// Whether the key of `hash` is in the sample.
+    #[inline]
+    fn tracks(&self, hash: u64) -> bool {
+        hash & self.sample == 0
+    }
+
+    /// Remembers a sampled key evicted from `queue`.
+    #[inline]
+    fn record(&mut self, hash: u64, queue: Queue) {
+        if self.tracks(hash) {
+            self.record_sampled(hash, queue);
+        }
+    }
+
+    // Out of line: most keys are not sampled, and their path stays short.
+    #[inline(never)]
+    fn record_sampled(&mut self, hash: u64, queue: Queue) {
+        match queue {
+            Queue::Small => self.small.record(hash),
+            Queue::Main => self.main.record(hash),
+        }
+    }
+
+    /// Moves the small queue's target `small` (within [`MIN_SHARE`] of either end of
+    /// `capacity`) if the missed key of `hash`, of `weight`, was evicted recently. Only a
+    /// `ghost` can have left the small queue recently (the ghosts remember more of its
+    /// evictions than its window does), and only a key that is not can have left main.
+    #[inline(never)]
+    fn adapt(&mut self, hash: u64, ghost: bool, weight: u64, small: &mut u64, capacity: u64) {
+        let (weight, floor) = (weight * self.rate, (capacity / MIN_SHARE).max(1));
+        if !ghost {
+            if self.main.take(self.main.place(hash)) {
+                *small = small.saturating_sub(weight).max(floor);
+            }
+        } else if self.small.take(self.small.place(hash)) {
+            *small = (*small + weight).min(capacity.saturating_sub(floor).max(floor));
+        }
+    }
 }
 
 /// What eviction took out of a shard, kept to be dropped after the lock is released.
@@ -94,19 +176,27 @@ impl<K, V> Evicted<K, V> {
 }
 
 impl Policy {
-    /// A shard's policy; under S3-FIFO its ghosts remember `ghosts` keys per generation.
-    pub(crate) fn new(kind: AdmissionPolicy, capacity: u64, ghosts: usize) -> Self {
-        let ghosts = (kind == AdmissionPolicy::S3Fifo).then(|| Ghosts::new(ghosts));
-        Policy { kind, capacity, small: (capacity / SMALL_SHARE).max(1), ghosts }
+    /// A shard's policy for about `entries` entries; under S3-FIFO its ghosts remember
+    /// `ghosts` keys per generation.
+    pub(crate) fn new(kind: AdmissionPolicy, capacity: u64, entries: usize, ghosts: usize) -> Self {
+        let s3fifo = kind == AdmissionPolicy::S3Fifo;
+        Policy {
+            kind,
+            capacity,
+            small: (capacity / SMALL_SHARE).max(1),
+            ghosts: s3fifo.then(|| Ghosts::new(ghosts)),
+            split: s3fifo.then(|| Split::new(entries)),
+        }
     }
 
-    /// Where a missed key goes, or `None` if it is kept out. Asks the gate (recording the
-    /// key) or the ghosts (forgetting it), as the policy needs.
+    /// Where a missed key of `weight` goes, or `None` if it is kept out. Asks the gate
+    /// (recording the key) or the ghosts (forgetting it), as the policy needs.
     #[inline]
     pub(crate) fn admit<K, V>(
         &mut self,
         store: &Store<K, V>,
         hash: u64,
+        weight: u32,
         gate: Option<&SeenBefore>,
     ) -> Option<Queue> {
         match (self.kind, gate) {
@@ -126,6 +216,9 @@ impl Policy {
                     store.prefetch_tail(Queue::Small);
                     ghosts.take(place)
                 });
+                if let Some(split) = self.split.as_mut().filter(|split| split.tracks(hash)) {
+                    split.adapt(hash, ghost, u64::from(weight), &mut self.small, self.capacity);
+                }
                 if ghost {
                     // A ghost: it left the small queue unused, and came back.
                     Some(Queue::Main)
@@ -174,6 +267,9 @@ impl Policy {
                 (_, Some(ghosts)) if entry.queue() == Queue::Small => ghosts.record(entry.hash),
                 _ => {}
             }
+            if let Some(split) = &mut self.split {
+                split.record(entry.hash, entry.queue());
+            }
             out.push((entry.key, entry.value));
         }
     }
@@ -216,8 +312,63 @@ impl Policy {
                 return Some(tail);
             }
             entry.freq.store(freq.saturating_sub(1), Ordering::Relaxed);
-            store.requeue(tail, Queue::Main);
+            store.rotate(Queue::Main);
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Queue, Split};
+
+    /// Hashes every split tracks, whatever its sampling rate.
+    fn hash(k: u64) -> u64 {
+        crate::filter::seeded_hasher(5).hash_one(k) & !(u64::MAX << 40)
+    }
+
+    #[test]
+    fn misses_on_recent_evictions_move_the_split_towards_their_queue() {
+        let (capacity, mut small) = (1_000, 100);
+        let mut split = Split::new(1_000);
+        assert_eq!(split.rate, 1, "a window of 50 keys is not sampled");
+        split.record(hash(1), Queue::Small);
+        split.record(hash(2), Queue::Main);
+        split.adapt(hash(1), true, 3, &mut small, capacity);
+        assert_eq!(small, 103, "a ghost the small queue evicted recently grows it by its weight");
+        split.adapt(hash(1), true, 3, &mut small, capacity);
+        assert_eq!(small, 103, "counted once");
+        split.adapt(hash(2), false, 1, &mut small, capacity);
+        assert_eq!(small, 102, "a key main evicted recently shrinks the small queue");
+        split.adapt(hash(3), false, 1, &mut small, capacity);
+        assert_eq!(small, 102, "a key neither queue evicted recently moves nothing");
+    }
+
+    #[test]
+    fn the_split_leaves_each_queue_a_hundredth() {
+        let (capacity, mut small) = (1_000, 100);
+        let mut split = Split::new(1_000);
+        for k in 0..40 {
+            split.record(hash(k), Queue::Main);
+            split.adapt(hash(k), false, 5, &mut small, capacity);
+        }
+        assert_eq!(small, 10);
+        for k in 100..140 {
+            split.record(hash(k), Queue::Small);
+            split.adapt(hash(k), true, 50, &mut small, capacity);
+        }
+        assert_eq!(small, 990);
+    }
+
+    #[test]
+    fn large_shards_sample_their_keys_and_scale_the_step() {
+        let mut split = Split::new(1_000_000);
+        assert_eq!(split.rate, 512, "windows of 50,000 keys, at least 64 of them sampled");
+        let tracked = (0..100_000).filter(|&k| split.tracks(crate::filter::seeded_hasher(5).hash_one(k))).count();
+        assert!((150..250).contains(&tracked), "{tracked} of 100,000 keys tracked, about 195 expected");
+        let (capacity, mut small) = (1_000_000, 100_000);
+        split.record(hash(1), Queue::Small);
+        split.adapt(hash(1), true, 1, &mut small, capacity);
+        assert_eq!(small, 100_512, "a sampled key stands for `rate` keys");
     }
 }

@@ -45,11 +45,13 @@ impl<K, V> Leftovers<K, V> {
 }
 
 impl<K: Hash + Eq, V: Clone> Shard<K, V> {
-    /// A shard holding at most `capacity` weight; `expected` entries are preallocated.
-    pub(crate) fn new(policy: AdmissionPolicy, capacity: u64, expected: usize, ghosts: usize) -> Self {
+    /// A shard holding at most `capacity` weight in about `entries` entries.
+    pub(crate) fn new(policy: AdmissionPolicy, capacity: u64, entries: usize, ghosts: usize) -> Self {
         Shard {
-            store: Store::with_capacity(expected),
-            policy: Policy::new(policy, capacity, ghosts),
+            // Preallocated up to a bound: a huge capacity is not a reason to reserve memory
+            // before anything is stored.
+            store: Store::with_capacity(entries.min(1 << 16)),
+            policy: Policy::new(policy, capacity, entries, ghosts),
             counters: Counters::default(),
         }
     }
@@ -130,7 +132,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 self.counters.rejected += 1;
                 (Admission::TooHeavy, None)
             }
-            None => match self.policy.admit(&self.store, hash, gate) {
+            None => match self.policy.admit(&self.store, hash, weight, gate) {
                 Some(queue) => {
                     let index = self.store.insert(key, value, hash, weight, queue);
                     self.counters.admitted += 1;

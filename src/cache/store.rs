@@ -168,6 +168,16 @@ impl<K, V> Store<K, V> {
         self.link(index, queue);
     }
 
+    /// Moves the oldest entry of `queue`, which [`Store::tail`] just returned, to the
+    /// queue's head: CLOCK's second chance. Its pair stays the live one, stamp and all.
+    #[inline]
+    pub(crate) fn rotate(&mut self, queue: Queue) {
+        let pairs = &mut self.queues[queue as usize].pairs;
+        if let Some(pair) = pairs.pop_back() {
+            pairs.push_front(pair);
+        }
+    }
+
     /// Sets the weight of the entry at `index`.
     pub(crate) fn reweigh(&mut self, index: u32, weight: u32) {
         let entry = self.entry_mut(index);
