@@ -389,7 +389,8 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
             .map(|i| {
                 // Split exactly: the first `total % shards` shards get one more.
                 let share = |total: u64| total / shards as u64 + u64::from(i < total % shards as u64);
-                let (entries, ghosts) = (share(entries as u64) as usize, share(gate_capacity as u64) as usize);
+                let (entries, ghosts) =
+                    (share(entries as u64) as usize, share(gate_capacity as u64) as usize);
                 CachePadded::new(ShardLock::new(Shard::new(self.policy, share(capacity), entries, ghosts)))
             })
             .collect();

@@ -102,7 +102,12 @@ impl Split {
         // Bits of the hash no table uses: the shard takes the low half's top bits, the
         // shard's table its low bits and top 7 bits.
         let sample = (rate as u64 - 1) << 40;
-        Split { small: Ghosts::new(window / rate), main: Ghosts::new(window / rate), sample, rate: rate as u64 }
+        Split {
+            small: Ghosts::new(window / rate),
+            main: Ghosts::new(window / rate),
+            sample,
+            rate: rate as u64,
+        }
     }
 
     /// Whether the key of `hash` is in the sample.
@@ -364,7 +369,8 @@ mod tests {
     fn large_shards_sample_their_keys_and_scale_the_step() {
         let mut split = Split::new(1_000_000);
         assert_eq!(split.rate, 512, "windows of 50,000 keys, at least 64 of them sampled");
-        let tracked = (0..100_000).filter(|&k| split.tracks(crate::filter::seeded_hasher(5).hash_one(k))).count();
+        let tracked =
+            (0..100_000).filter(|&k| split.tracks(crate::filter::seeded_hasher(5).hash_one(k))).count();
         assert!((150..250).contains(&tracked), "{tracked} of 100,000 keys tracked, about 195 expected");
         let (capacity, mut small) = (1_000_000, 100_000);
         split.record(hash(1), Queue::Small);
