@@ -282,19 +282,27 @@ impl Policy {
     /// S3-FIFO's small queue, while it is over its share (or main is empty), or always
     /// with `force`: takes entries off its tail, moving those requested [`PROMOTE_AT`]
     /// times since they entered to main, until one that was not is found (the victim).
+    /// `None` if the queue holds nothing but `spare`.
     #[inline(always)]
     fn small_tail<K, V>(&self, store: &mut Store<K, V>, spare: Option<u32>, force: bool) -> Option<u32> {
         let over = |store: &Store<K, V>| {
             force || store.weight(Queue::Small) > self.small || store.weight(Queue::Main) == 0
         };
         while over(store) {
-            let tail = store.tail(Queue::Small).filter(|&t| Some(t) != spare)?;
-            let freq = store.entry(tail).freq.load(Ordering::Relaxed);
-            if freq < PROMOTE_AT {
+            let tail = store.tail(Queue::Small)?;
+            let entry = store.entry(tail);
+            let freq = entry.freq.load(Ordering::Relaxed);
+            if freq >= PROMOTE_AT {
+                entry.freq.store(0, Ordering::Relaxed);
+                store.requeue(tail, Queue::Main);
+            } else if Some(tail) != spare {
                 return Some(tail);
+            } else if store.weight(Queue::Small) == u64::from(entry.weight) {
+                return None;
+            } else {
+                // The entry just stored is the oldest: it goes to the head, as new.
+                store.rotate(Queue::Small);
             }
-            store.entry(tail).freq.store(0, Ordering::Relaxed);
-            store.requeue(tail, Queue::Main);
         }
         None
     }
