@@ -250,6 +250,22 @@ fn bad_configuration_is_an_error() {
         err(AdmissionCache::<u64, u64>::builder().capacity(10).gate_capacity(0)),
         BuildError::ZeroCapacity
     );
+    // Ghosts or estimated entries too many to allocate: an error, not an abort.
+    assert!(matches!(
+        err(AdmissionCache::<u64, u64>::builder().capacity(10).gate_capacity(usize::MAX)),
+        BuildError::CapacityTooLarge { .. }
+    ));
+    assert!(matches!(
+        err(AdmissionCache::<u64, u64>::builder().capacity(10).gate_capacity(1 << 50)),
+        BuildError::OutOfMemory { .. }
+    ));
+    assert!(matches!(
+        err(AdmissionCache::<u64, u64>::builder()
+            .capacity(10)
+            .weigher(|_, _| 1)
+            .estimated_entries(usize::MAX)),
+        BuildError::CapacityTooLarge { .. } | BuildError::OutOfMemory { .. }
+    ));
     assert!(SeenBefore::builder().build().is_err());
     assert!(SeenBefore::builder().capacity(10).false_positive_rate(f64::NAN).build().is_err());
 }

@@ -14,6 +14,7 @@
 //! fresh generation. A ghost is a hint (a false answer only sends one key to the other
 //! queue), so the false positive rate, at most 8 / 2^16 per generation, needs no knob.
 
+use crate::error::BuildError;
 use crate::filter::{Buckets, Lanes, MIX, SLOTS};
 #[cfg(feature = "metrics")]
 use crate::gate::GateStats;
@@ -52,19 +53,29 @@ pub(crate) struct Place {
 }
 
 impl Ghosts {
-    /// Ghosts for `capacity` recordings per generation.
-    pub(crate) fn new(capacity: usize) -> Self {
-        let slots = (capacity.max(1) as f64 / LOAD).ceil() as usize;
-        let buckets = slots.div_ceil(SLOTS).next_power_of_two().max(2);
-        Ghosts {
-            buckets: vec![[0; 2]; buckets].into(),
+    /// Ghosts for `capacity` recordings per generation; an error if their table does not
+    /// fit in memory.
+    pub(crate) fn new(capacity: usize) -> Result<Self, BuildError> {
+        let too_large = || BuildError::CapacityTooLarge { capacity };
+        let slots = (capacity.max(1) as f64 / LOAD).ceil();
+        if slots >= usize::MAX as f64 {
+            return Err(too_large());
+        }
+        let buckets =
+            (slots as usize).div_ceil(SLOTS).checked_next_power_of_two().ok_or_else(too_large)?.max(2);
+        let bytes = buckets.checked_mul(size_of::<[u64; 2]>()).ok_or_else(too_large)?;
+        let mut table = Vec::new();
+        table.try_reserve_exact(buckets).map_err(|_| BuildError::OutOfMemory { bytes })?;
+        table.resize(buckets, [0; 2]);
+        Ok(Ghosts {
+            buckets: table.into(),
             current: 0,
             recorded: 0,
             capacity: capacity.max(1),
             mask: buckets - 1,
             rotations: 0,
             kicks: 0,
-        }
+        })
     }
 
     /// Fingerprints held, recordings per generation, rotations and bytes held, in the
@@ -212,7 +223,7 @@ mod tests {
 
     #[test]
     fn remembers_a_key_for_capacity_recordings_then_forgets_it() {
-        let mut ghosts = Ghosts::new(1_000);
+        let mut ghosts = Ghosts::new(1_000).unwrap();
         ghosts.record(hash(0));
         (1..1_000).for_each(|k| ghosts.record(hash(k)));
         assert!(ghosts.take(ghosts.place(hash(0))), "forgotten within `capacity` recordings");
@@ -224,7 +235,7 @@ mod tests {
 
     #[test]
     fn every_key_of_a_generation_is_found() {
-        let mut ghosts = Ghosts::new(10_000);
+        let mut ghosts = Ghosts::new(10_000).unwrap();
         (0..10_000).for_each(|k| ghosts.record(hash(k)));
         assert_eq!(ghosts.rotations, 1);
         assert!((0..10_000).all(|k| ghosts.take(ghosts.place(hash(k)))));
@@ -234,7 +245,7 @@ mod tests {
 
     #[test]
     fn a_full_generation_rotates_early_and_loses_nothing() {
-        let mut ghosts = Ghosts::new(64);
+        let mut ghosts = Ghosts::new(64).unwrap();
         ghosts.capacity = 10_000; // only a full table rotates
         (0..200).for_each(|k| ghosts.record(hash(k)));
         assert_eq!(ghosts.rotations, 1, "128 slots hold fewer than 200 keys, 256 more");
@@ -246,7 +257,7 @@ mod tests {
 
     #[test]
     fn copies_that_fill_their_buckets_rotate_early_and_are_kept() {
-        let mut ghosts = Ghosts::new(1_000);
+        let mut ghosts = Ghosts::new(1_000).unwrap();
         // Nine copies of one key: its two buckets hold eight.
         (0..9).for_each(|_| ghosts.record(hash(1)));
         assert_eq!(ghosts.rotations, 1, "the ninth copy started a generation");

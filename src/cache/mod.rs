@@ -276,7 +276,8 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
     /// over the shards. Defaults: [`DEFAULT_GATE_MULTIPLIER`] entries per cache entry under
     /// [`AdmissionPolicy::SecondHit`]; under S3-FIFO 0.9 per entry, the size of the ghost
     /// queue in S3-FIFO's paper, so that every key that queue would remember is remembered;
-    /// unused under [`AdmissionPolicy::Always`].
+    /// unused under [`AdmissionPolicy::Always`]. Fewer ghosts than the default also hold
+    /// S3-FIFO's small queue back: it grows only on misses on ghosts.
     ///
     /// # Examples
     ///
@@ -334,7 +335,9 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
     /// [`BuildError::ZeroCapacity`] for a zero capacity or gate capacity,
     /// [`BuildError::InvalidShards`] for zero shards, more shards than the capacity or
     /// more than [`MAX_SHARDS`], [`BuildError::EstimatedEntriesRequired`] for a weigher
-    /// without an estimate, and the gate's own errors.
+    /// without an estimate, the gate's own errors, and under S3-FIFO
+    /// [`BuildError::CapacityTooLarge`] or [`BuildError::OutOfMemory`] for ghosts (or
+    /// estimated entries) too many to allocate.
     ///
     /// # Examples
     ///
@@ -391,9 +394,10 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
                 let share = |total: u64| total / shards as u64 + u64::from(i < total % shards as u64);
                 let (entries, ghosts) =
                     (share(entries as u64) as usize, share(gate_capacity as u64) as usize);
-                CachePadded::new(ShardLock::new(Shard::new(self.policy, share(capacity), entries, ghosts)))
+                let shard = Shard::new(self.policy, share(capacity), entries, ghosts)?;
+                Ok(CachePadded::new(ShardLock::new(shard)))
             })
-            .collect();
+            .collect::<Result<_, BuildError>>()?;
         let stripes = (2 * cores).next_power_of_two().min(256);
         Ok(AdmissionCache {
             shards,

@@ -3,6 +3,7 @@
 
 use super::ghost::Ghosts;
 use super::store::{Queue, Store};
+use crate::error::BuildError;
 use crate::gate::SeenBefore;
 use crate::primitive::Ordering;
 
@@ -63,6 +64,10 @@ const RECENT_SHARE: usize = 20;
 /// bounded, whatever the shard's size.
 const MIN_SAMPLED: usize = 64;
 
+/// Most keys one sampled key stands for. The sample takes hash bits 40 and up (see
+/// [`Split::new`]); this keeps it below bit 56, clear of the table's top 7 bits.
+const MAX_RATE: usize = 1 << 16;
+
 /// Keys S3-FIFO's ghosts remember by default in a cache of `entries` entries (at least
 /// 1): the main queue's share, the size of the ghost queue in S3-FIFO's paper.
 pub(crate) fn default_ghost_capacity(entries: usize) -> usize {
@@ -95,19 +100,19 @@ struct Split {
 }
 
 impl Split {
-    fn new(entries: usize) -> Self {
+    fn new(entries: usize) -> Result<Self, BuildError> {
         let window = entries / RECENT_SHARE;
-        let rate = (window / MIN_SAMPLED).max(1);
+        let rate = (window / MIN_SAMPLED).clamp(1, MAX_RATE);
         let rate = 1 << rate.ilog2();
         // Bits of the hash no table uses: the shard takes the low half's top bits, the
         // shard's table its low bits and top 7 bits.
         let sample = (rate as u64 - 1) << 40;
-        Split {
-            small: Ghosts::new(window / rate),
-            main: Ghosts::new(window / rate),
+        Ok(Split {
+            small: Ghosts::new(window / rate)?,
+            main: Ghosts::new(window / rate)?,
             sample,
             rate: rate as u64,
-        }
+        })
     }
 
     /// Whether the key of `hash` is in the sample.
@@ -139,13 +144,13 @@ impl Split {
     /// evictions than its window does), and only a key that is not can have left main.
     #[inline(never)]
     fn adapt(&mut self, hash: u64, ghost: bool, weight: u64, small: &mut u64, capacity: u64) {
-        let (weight, floor) = (weight * self.rate, (capacity / MIN_SHARE).max(1));
+        let (weight, floor) = (weight.saturating_mul(self.rate), (capacity / MIN_SHARE).max(1));
         if !ghost {
             if self.main.take(self.main.place(hash)) {
                 *small = small.saturating_sub(weight).max(floor);
             }
         } else if self.small.take(self.small.place(hash)) {
-            *small = (*small + weight).min(capacity.saturating_sub(floor).max(floor));
+            *small = small.saturating_add(weight).min(capacity.saturating_sub(floor).max(floor));
         }
     }
 }
@@ -182,16 +187,21 @@ impl<K, V> Evicted<K, V> {
 
 impl Policy {
     /// A shard's policy for about `entries` entries; under S3-FIFO its ghosts remember
-    /// `ghosts` keys per generation.
-    pub(crate) fn new(kind: AdmissionPolicy, capacity: u64, entries: usize, ghosts: usize) -> Self {
+    /// `ghosts` keys per generation. An error if S3-FIFO's tables do not fit in memory.
+    pub(crate) fn new(
+        kind: AdmissionPolicy,
+        capacity: u64,
+        entries: usize,
+        ghosts: usize,
+    ) -> Result<Self, BuildError> {
         let s3fifo = kind == AdmissionPolicy::S3Fifo;
-        Policy {
+        Ok(Policy {
             kind,
             capacity,
             small: (capacity / SMALL_SHARE).max(1),
-            ghosts: s3fifo.then(|| Ghosts::new(ghosts)),
-            split: s3fifo.then(|| Split::new(entries)),
-        }
+            ghosts: s3fifo.then(|| Ghosts::new(ghosts)).transpose()?,
+            split: s3fifo.then(|| Split::new(entries)).transpose()?,
+        })
     }
 
     /// Where a missed key of `weight` goes, or `None` if it is kept out. Asks the gate
@@ -343,7 +353,7 @@ mod tests {
     #[test]
     fn misses_on_recent_evictions_move_the_split_towards_their_queue() {
         let (capacity, mut small) = (1_000, 100);
-        let mut split = Split::new(1_000);
+        let mut split = Split::new(1_000).unwrap();
         assert_eq!(split.rate, 1, "a window of 50 keys is not sampled");
         split.record(hash(1), Queue::Small);
         split.record(hash(2), Queue::Main);
@@ -360,7 +370,7 @@ mod tests {
     #[test]
     fn the_split_leaves_each_queue_a_hundredth() {
         let (capacity, mut small) = (1_000, 100);
-        let mut split = Split::new(1_000);
+        let mut split = Split::new(1_000).unwrap();
         for k in 0..40 {
             split.record(hash(k), Queue::Main);
             split.adapt(hash(k), false, 5, &mut small, capacity);
@@ -375,7 +385,7 @@ mod tests {
 
     #[test]
     fn large_shards_sample_their_keys_and_scale_the_step() {
-        let mut split = Split::new(1_000_000);
+        let mut split = Split::new(1_000_000).unwrap();
         assert_eq!(split.rate, 512, "windows of 50,000 keys, at least 64 of them sampled");
         let tracked =
             (0..100_000).filter(|&k| split.tracks(crate::filter::seeded_hasher(5).hash_one(k))).count();
@@ -384,5 +394,15 @@ mod tests {
         split.record(hash(1), Queue::Small);
         split.adapt(hash(1), true, 1, &mut small, capacity);
         assert_eq!(small, 100_512, "a sampled key stands for `rate` keys");
+    }
+
+    #[test]
+    fn huge_shards_cap_the_sampling_rate() {
+        let mut split = Split::new((20 * 64) << 20).unwrap();
+        assert_eq!(split.rate, 1 << 16, "the sample stays within hash bits 40 to 55");
+        let (capacity, mut small) = (u64::MAX, 1 << 40);
+        split.record(hash(1), Queue::Small);
+        split.adapt(hash(1), true, u64::from(u32::MAX), &mut small, capacity);
+        assert_eq!(small, (1 << 40) + (u64::from(u32::MAX) << 16), "the heaviest step fits");
     }
 }

@@ -10,6 +10,7 @@ use std::hash::Hash;
 use super::policy::{Evicted, Policy, MAX_FREQ};
 use super::store::{Queue, Store};
 use super::{Admission, AdmissionPolicy};
+use crate::error::BuildError;
 use crate::gate::SeenBefore;
 #[cfg(feature = "metrics")]
 use {super::ghost::Ghosts, crate::gate::GateStats};
@@ -45,15 +46,21 @@ impl<K, V> Leftovers<K, V> {
 }
 
 impl<K: Hash + Eq, V: Clone> Shard<K, V> {
-    /// A shard holding at most `capacity` weight in about `entries` entries.
-    pub(crate) fn new(policy: AdmissionPolicy, capacity: u64, entries: usize, ghosts: usize) -> Self {
-        Shard {
+    /// A shard holding at most `capacity` weight in about `entries` entries; an error if
+    /// its policy's tables do not fit in memory.
+    pub(crate) fn new(
+        policy: AdmissionPolicy,
+        capacity: u64,
+        entries: usize,
+        ghosts: usize,
+    ) -> Result<Self, BuildError> {
+        Ok(Shard {
             // Preallocated up to a bound: a huge capacity is not a reason to reserve memory
             // before anything is stored.
             store: Store::with_capacity(entries.min(1 << 16)),
-            policy: Policy::new(policy, capacity, entries, ghosts),
+            policy: Policy::new(policy, capacity, entries, ghosts)?,
             counters: Counters::default(),
-        }
+        })
     }
 
     pub(crate) fn len(&self) -> usize {
