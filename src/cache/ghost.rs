@@ -57,12 +57,9 @@ impl Ghosts {
     /// fit in memory.
     pub(crate) fn new(capacity: usize) -> Result<Self, BuildError> {
         let too_large = || BuildError::CapacityTooLarge { capacity };
-        let slots = (capacity.max(1) as f64 / LOAD).ceil();
-        if slots >= usize::MAX as f64 {
-            return Err(too_large());
-        }
-        let buckets =
-            (slots as usize).div_ceil(SLOTS).checked_next_power_of_two().ok_or_else(too_large)?.max(2);
+        // Past `usize::MAX` the cast saturates, and `checked_mul` below refuses it.
+        let slots = (capacity.max(1) as f64 / LOAD).ceil() as usize;
+        let buckets = slots.div_ceil(SLOTS).checked_next_power_of_two().ok_or_else(too_large)?.max(2);
         let bytes = buckets.checked_mul(size_of::<[u64; 2]>()).ok_or_else(too_large)?;
         let mut table = Vec::new();
         table.try_reserve_exact(buckets).map_err(|_| BuildError::OutOfMemory { bytes })?;

@@ -307,7 +307,7 @@ impl Policy {
                 store.requeue(tail, Queue::Main);
             } else if Some(tail) != spare {
                 return Some(tail);
-            } else if store.weight(Queue::Small) == u64::from(entry.weight) {
+            } else if store.holds_one(Queue::Small) {
                 return None;
             } else {
                 // The entry just stored is the oldest: it goes to the head, as new.
@@ -328,7 +328,7 @@ impl Policy {
             let entry = store.entry(tail);
             let freq = entry.freq.load(Ordering::Relaxed);
             if Some(tail) == spare {
-                if store.weight(Queue::Main) == u64::from(entry.weight) {
+                if store.holds_one(Queue::Main) {
                     return None;
                 }
             } else if freq == 0 {

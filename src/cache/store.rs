@@ -77,6 +77,11 @@ impl<K, V> Store<K, V> {
         self.queues[queue as usize].weight
     }
 
+    /// Whether `queue` holds one live entry (the one [`Store::tail`] just returned).
+    pub(crate) fn holds_one(&self, queue: Queue) -> bool {
+        self.queues[queue as usize].live == 1
+    }
+
     /// Total weight of all entries.
     pub(crate) fn total_weight(&self) -> u64 {
         self.queues[0].weight + self.queues[1].weight
