@@ -102,6 +102,7 @@ fn field(at: usize, bits: u32, word: impl Fn(usize) -> u64) -> u64 {
 
 /// Writes `value` into the `bits`-bit field (`1 <= bits <= 32`) at bit `at` of `words`.
 /// The caller holds the stripe of the field's words.
+#[inline]
 fn store_field(words: &[AtomicU64], at: usize, bits: u32, value: u64, order: Ordering) {
     let (w, shift) = (at / 64, (at % 64) as u32);
     let mask = (1u64 << bits) - 1;
