@@ -269,11 +269,12 @@ impl<S: Shape> Table<S> {
     /// match is returned as soon as it is read. A writer stored that value, so a key that
     /// maps to it was present when it was read (a read torn by a concurrent write can at
     /// worst make up a false positive, never hide a key). Present keys thus skip the
-    /// validation. The second bucket is prefetched first, so that when it is read its
-    /// cache miss has overlapped the first one's.
+    /// validation. The second bucket's first word (whose cache line holds the whole
+    /// bucket at least 7 times in 8) is prefetched first, so that when the bucket is read
+    /// its cache miss has overlapped the first one's.
     #[inline]
     pub(crate) fn holds_either(&self, i1: usize, v1: u64, i2: usize, v2: u64) -> bool {
-        self.prefetch_bucket(i2);
+        prefetch_at(&self.words, S::first_slot(i2) * self.lanes.slot_bits() as usize / 64);
         let (a, b) = (self.stripe(i1), self.stripe(i2));
         if let (Some(sa), Some(sb)) = (a.optimistic_read(), b.optimistic_read()) {
             if self.lanes.matches(self.load_bucket(i1), v1).any()
