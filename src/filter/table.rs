@@ -233,9 +233,15 @@ impl<S: Shape> Table<S> {
     /// the next, which holds the rest of the bucket when it straddles a boundary.
     #[inline]
     pub(crate) fn prefetch_bucket(&self, bucket: usize) {
-        let word = S::first_slot(bucket) * self.lanes.slot_bits() as usize / 64;
+        let word = self.first_word(bucket);
         prefetch_at(&self.words, word);
         prefetch_at(&self.words, word + 1);
+    }
+
+    /// The word holding the first bit of bucket `bucket`.
+    #[inline]
+    fn first_word(&self, bucket: usize) -> usize {
+        S::first_slot(bucket) * self.lanes.slot_bits() as usize / 64
     }
 
     /// Starts loading the extension bits of bucket `bucket` (nothing in a table that
@@ -274,7 +280,7 @@ impl<S: Shape> Table<S> {
     /// its cache miss has overlapped the first one's.
     #[inline]
     pub(crate) fn holds_either(&self, i1: usize, v1: u64, i2: usize, v2: u64) -> bool {
-        prefetch_at(&self.words, S::first_slot(i2) * self.lanes.slot_bits() as usize / 64);
+        prefetch_at(&self.words, self.first_word(i2));
         let (a, b) = (self.stripe(i1), self.stripe(i2));
         if let (Some(sa), Some(sb)) = (a.optimistic_read(), b.optimistic_read()) {
             if self.lanes.matches(self.load_bucket(i1), v1).any()
