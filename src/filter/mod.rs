@@ -482,7 +482,7 @@ impl CuckooFilter {
                         t.prefetch_bucket(probe.i2);
                     }
                     for (found, probe) in found.iter_mut().zip(&probes) {
-                        *found = t.contains(*probe);
+                        *found = t.contains_prefetched(*probe);
                     }
                 })
             });

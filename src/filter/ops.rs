@@ -99,9 +99,18 @@ impl<S: Shape> Table<S> {
         Err(Refused::Full)
     }
 
-    /// Whether the key of `p` may be present. Lock-free.
+    /// Whether the key of `p` may be present. Lock-free. The second bucket is read only if
+    /// the first does not match, so it is prefetched first: when it is read, its cache miss
+    /// has overlapped the first one's.
     #[inline]
     pub(crate) fn contains(&self, p: Probe) -> bool {
+        self.prefetch_first_word(p.i2);
+        self.contains_prefetched(p)
+    }
+
+    /// [`Table::contains`] for a key whose buckets the caller has prefetched.
+    #[inline]
+    pub(crate) fn contains_prefetched(&self, p: Probe) -> bool {
         self.holds_either(p.i1, p.v1, p.i2, p.v2)
     }
 

@@ -238,6 +238,13 @@ impl<S: Shape> Table<S> {
         prefetch_at(&self.words, word + 1);
     }
 
+    /// Starts loading the first word of bucket `bucket`, whose cache line holds the whole
+    /// bucket at least 7 times in 8.
+    #[inline]
+    pub(crate) fn prefetch_first_word(&self, bucket: usize) {
+        prefetch_at(&self.words, self.first_word(bucket));
+    }
+
     /// The word holding the first bit of bucket `bucket`.
     #[inline]
     fn first_word(&self, bucket: usize) -> usize {
@@ -275,12 +282,9 @@ impl<S: Shape> Table<S> {
     /// match is returned as soon as it is read. A writer stored that value, so a key that
     /// maps to it was present when it was read (a read torn by a concurrent write can at
     /// worst make up a false positive, never hide a key). Present keys thus skip the
-    /// validation. The second bucket's first word (whose cache line holds the whole
-    /// bucket at least 7 times in 8) is prefetched first, so that when the bucket is read
-    /// its cache miss has overlapped the first one's.
+    /// validation, and the second bucket is read only if the first did not match.
     #[inline]
     pub(crate) fn holds_either(&self, i1: usize, v1: u64, i2: usize, v2: u64) -> bool {
-        prefetch_at(&self.words, self.first_word(i2));
         let (a, b) = (self.stripe(i1), self.stripe(i2));
         if let (Some(sa), Some(sb)) = (a.optimistic_read(), b.optimistic_read()) {
             if self.lanes.matches(self.load_bucket(i1), v1).any()
