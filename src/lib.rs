@@ -89,7 +89,9 @@
 //! * The only `unsafe` code is in `src/filter/current.rs` (following the table pointer,
 //!   freeing the tables on drop) and three hints in `src/primitive.rs`: the prefetch (used
 //!   by `contains_batch` and by inserts), the request for huge pages on Linux, and the
-//!   release of a retired table's pages; each block has its safety argument.
+//!   release of a retired table's pages; and one SSE2 compare in `src/filter/bucket.rs`
+//!   (the cache's ghosts search eight 16-bit lanes at once); each block has its safety
+//!   argument.
 //!
 //! These claims are model-checked with loom (`tests/loom.rs`, including deliberately
 //! broken variants that loom must catch) and stress-tested (`tests/stress.rs`).

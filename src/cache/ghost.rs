@@ -15,7 +15,7 @@
 //! queue), so the false positive rate, at most 8 / 2^16 per generation, needs no knob.
 
 use crate::error::BuildError;
-use crate::filter::{Buckets, Lanes, MIX, SLOTS};
+use crate::filter::{matches16, MIX, SLOTS};
 #[cfg(feature = "metrics")]
 use crate::gate::GateStats;
 use crate::primitive::prefetch;
@@ -79,9 +79,9 @@ impl Ghosts {
     /// gate's terms.
     #[cfg(feature = "metrics")]
     pub(crate) fn stats(&self) -> GateStats {
-        let held = |&b: &u64| SLOTS - lanes().empties(b).count();
+        let held = |&pair: &[u64; 2]| 2 * SLOTS - matches16(pair, 0).count_ones() as usize;
         GateStats {
-            len: self.buckets.iter().flatten().map(held).sum(),
+            len: self.buckets.iter().map(held).sum(),
             capacity: self.capacity,
             rotations: self.rotations,
             memory_bytes: std::mem::size_of_val(&*self.buckets),
@@ -122,21 +122,24 @@ impl Ghosts {
         }
     }
 
-    /// Whether the key at `place` is remembered; forgets it.
+    /// Whether the key at `place` is remembered; forgets it (one copy in each generation
+    /// that holds it).
     #[inline]
     pub(crate) fn take(&mut self, place: Place) -> bool {
-        let mut seen = false;
-        for generation in 0..2 {
-            for i in [place.i1, place.i2] {
-                let bucket = &mut self.buckets[i][generation];
-                if let Some(lane) = lanes().matches(*bucket, u64::from(place.fp)).lowest() {
-                    *bucket &= !(u64::from(u16::MAX) << shift(lane));
-                    seen = true;
-                    break;
+        // The lanes of the generations where no copy has been forgotten yet.
+        let mut sought = 0xFF;
+        for i in [place.i1, place.i2] {
+            let pair = &mut self.buckets[i];
+            let found = matches16(*pair, place.fp) & sought;
+            for (g, bucket) in pair.iter_mut().enumerate().filter(|_| found != 0) {
+                let lanes = found >> (SLOTS * g) & 0xF;
+                if lanes != 0 {
+                    *bucket &= !(u64::from(u16::MAX) << shift(lanes.trailing_zeros() as usize));
+                    sought &= !(0xF << (SLOTS * g));
                 }
             }
         }
-        seen
+        sought != 0xFF
     }
 
     /// The other bucket of fingerprint `fp` in bucket `i` (partial-key cuckoo hashing).
@@ -164,7 +167,7 @@ impl Ghosts {
             self.kicks = self.kicks.wrapping_add(1);
             let lane = self.kicks % SLOTS;
             let bucket = &mut self.buckets[i][g];
-            let evicted = lanes().lane(*bucket, lane) as u16;
+            let evicted = (*bucket >> shift(lane)) as u16;
             *bucket = *bucket & !(u64::from(u16::MAX) << shift(lane)) | u64::from(fp) << shift(lane);
             fp = evicted;
             i = self.other(i, fp);
@@ -178,12 +181,12 @@ impl Ghosts {
     /// Stores `fp` in an empty slot of bucket `i` of the current generation, if any.
     #[inline]
     fn put(&mut self, i: usize, fp: u16) -> bool {
-        let bucket = &mut self.buckets[i][self.current];
-        let empty = lanes().empties(*bucket).lowest();
-        if let Some(lane) = empty {
-            *bucket |= u64::from(fp) << shift(lane);
+        let g = self.current;
+        let empty = matches16(self.buckets[i], 0) >> (SLOTS * g) & 0xF;
+        if empty != 0 {
+            self.buckets[i][g] |= u64::from(fp) << shift(empty.trailing_zeros() as usize);
         }
-        empty.is_some()
+        empty != 0
     }
 
     /// Clears the older generation and makes it the current one.
@@ -195,13 +198,6 @@ impl Ghosts {
         self.recorded = 0;
         self.rotations += 1;
     }
-}
-
-/// The filter's bit-parallel bucket search, for 16-bit slots (its masks fold to
-/// constants).
-#[inline(always)]
-fn lanes() -> Lanes<Buckets<u64>> {
-    Lanes::new(FINGERPRINT_BITS)
 }
 
 /// Where slot `lane` starts in a bucket.

@@ -351,6 +351,52 @@ impl<W: Word> BitMask<W> {
     }
 }
 
+/// The lanes of two buckets of four 16-bit slots that hold `value`: bit `4 g + lane` for
+/// lane `lane` of `pair[g]`. The cache's ghosts keep both generations of a bucket side by
+/// side and search them with this: on x86_64 one SSE2 compare of all eight lanes, about a
+/// quarter of the instructions of [`Lanes::matches`] on each word.
+#[inline(always)]
+pub(crate) fn matches16(pair: [u64; 2], value: u16) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    return matches16_sse2(pair, value);
+    #[cfg(not(target_arch = "x86_64"))]
+    return matches16_swar(pair, value);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[allow(unsafe_code)]
+fn matches16_sse2(pair: [u64; 2], value: u16) -> u32 {
+    use std::arch::x86_64::{
+        _mm_cmpeq_epi16, _mm_movemask_epi8, _mm_packs_epi16, _mm_set1_epi16, _mm_set_epi64x,
+        _mm_setzero_si128,
+    };
+    // SAFETY: these intrinsics need SSE2, which every x86_64 CPU has (it is in the
+    // target's baseline); they compute on registers only and touch no memory.
+    unsafe {
+        let lanes = _mm_set_epi64x(pair[1] as i64, pair[0] as i64);
+        // Equal lanes become 0xFFFF; packing to bytes (saturating, so 0xFF or 0) gives
+        // one mask bit per lane, lane `i` of the pair at bit `i`.
+        let equal = _mm_cmpeq_epi16(lanes, _mm_set1_epi16(value as i16));
+        _mm_movemask_epi8(_mm_packs_epi16(equal, _mm_setzero_si128())) as u32
+    }
+}
+
+/// [`matches16`] without SIMD: the bit-parallel search of each word, its lanes' high bits
+/// (bits 15, 31, 47 and 63) gathered into four bits by one multiplication.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+#[inline(always)]
+fn matches16_swar(pair: [u64; 2], value: u16) -> u32 {
+    let lanes = Lanes::<Buckets<u64>>::new(16);
+    let gather = |word: u64| {
+        let highs = lanes.matches(word, u64::from(value)).bits >> 15;
+        // Lane i's bit sits at 16 i; the product puts it at 48 + i, and every other
+        // partial product lands below bit 48 or above bit 63.
+        (highs.wrapping_mul(0x0001_0002_0004_0008) >> 48) as u32
+    };
+    gather(pair[0]) | gather(pair[1]) << SLOTS
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -467,6 +513,20 @@ mod tests {
             if bits <= 16 { check::<Buckets<u64>>(bits, &raw, pick, other)?; }
             check::<Buckets<u128>>(bits, &raw, pick, other)?;
             check::<Windows>(bits, &raw, pick, other)?;
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn matches16_agrees_with_a_plain_loop(
+            lanes in prop::array::uniform8(prop_oneof![Just(0u16), Just(7), any::<u16>()]),
+            value in prop_oneof![Just(0u16), Just(7), any::<u16>()],
+        ) {
+            let word = |g: usize| (0..SLOTS).fold(0u64, |w, i| w | u64::from(lanes[g * SLOTS + i]) << (16 * i));
+            let pair = [word(0), word(1)];
+            let expected = (0..2 * SLOTS).fold(0, |m, i| m | u32::from(lanes[i] == value) << i);
+            prop_assert_eq!(matches16(pair, value), expected);
+            prop_assert_eq!(matches16_swar(pair, value), expected);
         }
     }
 }

@@ -29,7 +29,8 @@
 //! is refused and redone.
 //!
 //! This is the crate's only module with `unsafe` code beyond hardware and OS hints in
-//! `primitive.rs`: it follows the table pointer and frees the tables on drop.
+//! `primitive.rs` and one SIMD compare in `bucket.rs`: it follows the table pointer and
+//! frees the tables on drop.
 #![allow(unsafe_code)]
 
 use std::ptr::NonNull;

@@ -54,7 +54,7 @@ use crate::error::InsertError;
 use crate::primitive::{AtomicU64, Mutex, Ordering};
 use crate::snapshot::SnapshotError;
 
-pub(crate) use self::bucket::{Buckets, Lanes, Shape, SLOTS};
+pub(crate) use self::bucket::{matches16, Buckets, Shape, SLOTS};
 pub(crate) use self::builder::random_seed;
 pub use self::builder::{FilterBuilder, DEFAULT_DOUBLINGS, DEFAULT_FALSE_POSITIVE_RATE};
 pub use self::hash::Layout;
