@@ -87,11 +87,11 @@
 //!   it and thaws it: it holds the contents of one instant, lookups never block, and
 //!   writers pause for the copy (not the I/O).
 //! * The only `unsafe` code is in `src/filter/current.rs` (following the table pointer,
-//!   freeing the tables on drop) and three hints in `src/primitive.rs`: the prefetch (used
-//!   by `contains_batch` and by inserts), the request for huge pages on Linux, and the
-//!   release of a retired table's pages; and one SSE2 compare in `src/filter/bucket.rs`
-//!   (the cache's ghosts search eight 16-bit lanes at once); each block has its safety
-//!   argument.
+//!   freeing the tables on drop), three hints in `src/primitive.rs` (the prefetch, used by
+//!   lookups, `contains_batch`, inserts and the cache; the request for huge pages on
+//!   Linux; the release of a retired table's pages) and one SSE2 compare in
+//!   `src/filter/bucket.rs` (the cache's ghosts search eight 16-bit lanes at once); each
+//!   block has its safety argument.
 //!
 //! These claims are model-checked with loom (`tests/loom.rs`, including deliberately
 //! broken variants that loom must catch) and stress-tested (`tests/stress.rs`).

@@ -353,8 +353,8 @@ impl<W: Word> BitMask<W> {
 
 /// The lanes of two buckets of four 16-bit slots that hold `value`: bit `4 g + lane` for
 /// lane `lane` of `pair[g]`. The cache's ghosts keep both generations of a bucket side by
-/// side and search them with this: on x86_64 one SSE2 compare of all eight lanes, about a
-/// quarter of the instructions of [`Lanes::matches`] on each word.
+/// side and search them with this: on x86_64 one SSE2 compare of all eight lanes, in
+/// place of [`Lanes::matches`] on each word.
 #[inline(always)]
 pub(crate) fn matches16(pair: [u64; 2], value: u16) -> u32 {
     #[cfg(target_arch = "x86_64")]
