@@ -5,6 +5,7 @@
 //! ```text
 //! cargo run --release --example cache_report                 # 1 and 2 threads (and all cores)
 //! cargo run --release --example cache_report -- --rounds 15
+//! cargo run --release --example cache_report -- --threads 16 --shards 256
 //! cargo build --release --example cache_report &&             # one cache alone, for a profiler:
 //!   valgrind --tool=callgrind target/release/examples/cache_report --only cuckoo-gate
 //! ```
@@ -17,6 +18,9 @@
 //! whose period policies with a ghost queue can lock onto.) The hit ratio is that of the
 //! `get`s of the last round. `AdmissionCache` runs its default policy.
 //!
+//! `--threads T` runs T threads alone; `--shards S` gives the two caches that shard by
+//! default (cuckoo-gate and quick_cache, 4 shards per core) S shards each.
+//!
 //! `--only NAME` runs one cache alone, single-threaded, on the get-heavy workload (or the
 //! one `--workload` names: the warm-up and three rounds), and prints its time and hit
 //! ratio: the loop to profile or to count instructions in (`valgrind --tool=callgrind`),
@@ -26,7 +30,7 @@ mod common;
 use common::median;
 #[path = "common/caches.rs"]
 mod caches;
-use caches::{peers, round, zipf_requests, OPS, WORKLOADS};
+use caches::{peers, peers_sharded, round, zipf_requests, OPS, WORKLOADS};
 
 /// Million operations per second of a round, and its hit ratio.
 fn timed_round(cache: &dyn caches::Cache, workload: &str, requests: &[u64], threads: usize) -> (f64, f64) {
@@ -53,11 +57,13 @@ fn profile(name: &str, workload: &str) {
 fn main() {
     let mut rounds = 9;
     let mut only = None;
+    let mut threads = None;
+    let mut shards = None;
     let mut workload = WORKLOADS[0];
     let names: Vec<&str> = peers().iter().map(|(name, _)| *name).collect();
     let usage = || -> ! {
         eprintln!(
-            "usage: cache_report [--rounds N] [--only {} [--workload {}]]",
+            "usage: cache_report [--rounds N] [--threads T] [--shards S] [--only {} [--workload {}]]",
             names.join("|"),
             WORKLOADS.join("|")
         );
@@ -68,6 +74,8 @@ fn main() {
         let value = args.next().unwrap_or_default();
         match (arg.as_str(), value.parse::<usize>()) {
             ("--rounds", Ok(n)) if n > 0 => rounds = n,
+            ("--threads", Ok(t)) if t > 0 => threads = Some(t),
+            ("--shards", Ok(s)) if s > 0 => shards = Some(s),
             ("--only", _) if names.contains(&value.as_str()) => only = Some(value),
             ("--workload", _) => {
                 workload = WORKLOADS.into_iter().find(|&w| w == value).unwrap_or_else(|| usage())
@@ -79,14 +87,18 @@ fn main() {
         return profile(&name, workload);
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads: Vec<usize> = if cores > 2 { vec![1, 2, cores] } else { vec![1, 2] };
+    let threads: Vec<usize> = match threads {
+        Some(t) => vec![t],
+        None if cores > 2 => vec![1, 2, cores],
+        None => vec![1, 2],
+    };
     let requests = zipf_requests(4 * OPS);
     let (warm, timed) = requests.split_at(OPS);
     let parts: Vec<&[u64]> = timed.chunks(OPS).collect();
     println!("{rounds} alternating rounds of {OPS} requests; Mops/s are medians, ratios medians of per-round ratios");
     for workload in WORKLOADS {
         for &t in &threads {
-            let caches = peers();
+            let caches = peers_sharded(shards);
             for (_, cache) in &caches {
                 round(&**cache, workload, warm, t);
             }

@@ -91,13 +91,29 @@ impl Cache for Lru {
 /// its default policy (S3-FIFO on the gate), quick_cache, moka (TinyLFU admission) and a
 /// `Mutex<lru::LruCache>` (plain LRU), each as a user would build it.
 pub fn peers() -> Vec<(&'static str, Box<dyn Cache>)> {
+    peers_sharded(None)
+}
+
+/// [`peers`], with the two caches that shard by default (cuckoo-gate and quick_cache, both
+/// 4 shards per core) given `shards` shards each instead when it is set.
+pub fn peers_sharded(shards: Option<usize>) -> Vec<(&'static str, Box<dyn Cache>)> {
     let lru = lru::LruCache::with_hasher(NonZeroUsize::new(CAPACITY).unwrap(), ahash::RandomState::new());
+    let mut ours = AdmissionCache::<u64, u64>::builder().capacity(CAPACITY).seed(1);
+    let mut quick = quick_cache::OptionsBuilder::new();
+    quick.estimated_items_capacity(CAPACITY).weight_capacity(CAPACITY as u64);
+    if let Some(shards) = shards {
+        ours = ours.shards(shards);
+        quick.shards(shards);
+    }
+    let quick = quick_cache::sync::Cache::<u64, u64>::with_options(
+        quick.build().unwrap(),
+        Default::default(),
+        Default::default(),
+        Default::default(),
+    );
     vec![
-        (
-            "cuckoo-gate",
-            Box::new(AdmissionCache::<u64, u64>::builder().capacity(CAPACITY).seed(1).build().unwrap()),
-        ),
-        ("quick_cache-0.7", Box::new(quick_cache::sync::Cache::<u64, u64>::new(CAPACITY))),
+        ("cuckoo-gate", Box::new(ours.build().unwrap())),
+        ("quick_cache-0.7", Box::new(quick)),
         ("moka-0.12", Box::new(moka::sync::Cache::<u64, u64>::new(CAPACITY as u64))),
         ("mutex-lru-0.19", Box::new(Mutex::new(lru))),
     ]
