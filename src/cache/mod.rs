@@ -27,6 +27,7 @@ use std::sync::Arc;
 use crossbeam_utils::CachePadded;
 
 pub use self::policy::AdmissionPolicy;
+use self::policy::SharedSplit;
 use self::shard::{Counters, Leftovers, Shard};
 use crate::error::BuildError;
 use crate::filter::{random_seed, seeded_hasher};
@@ -43,6 +44,15 @@ pub const DEFAULT_GATE_MULTIPLIER: usize = 16;
 
 /// Most shards a cache may have.
 pub const MAX_SHARDS: usize = 1 << 16;
+
+/// Default shards per available core: enough that threads rarely meet on one shard's lock
+/// even when a skewed workload sends many of them to the shards of its hottest keys.
+const SHARDS_PER_CORE: usize = 16;
+
+/// Fewest entries a default shard is sized for, so that each shard's policy keeps a
+/// useful order (S3-FIFO's small queue, a tenth of the shard, holds 25 or more) and, under
+/// a weigher, an entry of a few hundred average weights still fits its shard.
+const MIN_SHARD_ENTRIES: usize = 256;
 
 /// What [`AdmissionCache::insert`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -211,8 +221,9 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
 
     /// Number of shards (any count from 1 to the capacity, at most [`MAX_SHARDS`]). 1
     /// gives one global order (an exact LRU under [`AdmissionPolicy::Always`]); the
-    /// default is 4 per available core, which keeps lock contention low. Each shard holds
-    /// an equal share of the capacity.
+    /// default is 16 per available core, which keeps lock contention low, but no more
+    /// than one per 256 entries (estimated entries under a weigher). Each shard holds an
+    /// equal share of the capacity.
     ///
     /// # Examples
     ///
@@ -353,17 +364,20 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
         if self.capacity == 0 {
             return Err(BuildError::ZeroCapacity);
         }
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let shards = self.shards.unwrap_or((cores * 4).min(self.capacity));
-        if shards == 0 || shards > self.capacity || shards > MAX_SHARDS {
-            return Err(BuildError::InvalidShards { shards, capacity: self.capacity });
-        }
         let entries = match (&self.weigher, self.estimated_entries) {
             (_, Some(0)) => return Err(BuildError::ZeroCapacity),
             (_, Some(entries)) => entries,
             (None, None) => self.capacity,
             (Some(_), None) => return Err(BuildError::EstimatedEntriesRequired),
         };
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let shards = self.shards.unwrap_or_else(|| {
+            let most = (entries / MIN_SHARD_ENTRIES).min(self.capacity).min(MAX_SHARDS);
+            cores.saturating_mul(SHARDS_PER_CORE).min(most).max(1)
+        });
+        if shards == 0 || shards > self.capacity || shards > MAX_SHARDS {
+            return Err(BuildError::InvalidShards { shards, capacity: self.capacity });
+        }
         let gate_capacity = match (self.policy, self.gate_capacity) {
             (_, Some(keys)) => keys,
             (AdmissionPolicy::Always, None) => 1,
@@ -388,13 +402,17 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
             None => seeded_hasher(self.seed.unwrap_or_else(random_seed)),
         };
         let capacity = self.capacity as u64;
+        let split = match self.policy {
+            AdmissionPolicy::S3Fifo => Some(Arc::new(SharedSplit::new(capacity, entries)?)),
+            _ => None,
+        };
         let shards: Box<[_]> = (0..shards as u64)
             .map(|i| {
                 // Split exactly: the first `total % shards` shards get one more.
                 let share = |total: u64| total / shards as u64 + u64::from(i < total % shards as u64);
                 let (entries, ghosts) =
                     (share(entries as u64) as usize, share(gate_capacity as u64) as usize);
-                let shard = Shard::new(self.policy, share(capacity), entries, ghosts)?;
+                let shard = Shard::new(self.policy, share(capacity), entries, ghosts, split.clone())?;
                 Ok(CachePadded::new(ShardLock::new(shard)))
             })
             .collect::<Result<_, BuildError>>()?;

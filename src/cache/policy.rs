@@ -1,11 +1,13 @@
 //! The admission and eviction policies: which misses a shard stores, where they go, and
 //! which entry leaves when the shard is over its weight.
 
+use std::sync::Arc;
+
 use super::ghost::Ghosts;
 use super::store::{Queue, Store};
 use crate::error::BuildError;
 use crate::gate::SeenBefore;
-use crate::primitive::Ordering;
+use crate::primitive::{AtomicU64, Mutex, Ordering};
 
 /// Which misses become cache entries, and which entries leave first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -30,8 +32,9 @@ pub enum AdmissionPolicy {
     /// round per request (up to three). One-hit wonders and scans pass through the small
     /// queue without displacing keys that were used twice. The split between the queues
     /// adapts as ARC's does: a miss on a key the small queue evicted recently grows it,
-    /// one on a key main evicted recently shrinks it. Hits only bump a counter, under
-    /// the shard's read lock.
+    /// one on a key main evicted recently shrinks it. The shards share one split, each
+    /// at its share of the capacity. Hits only bump a counter, under the shard's read
+    /// lock.
     #[default]
     S3Fifo,
 }
@@ -58,10 +61,10 @@ const MIN_SHARE: u64 = 100;
 /// twentieth each, so they never count a key that window would have forgotten.
 const RECENT_SHARE: usize = 20;
 
-/// Sampled keys a generation of recent keys holds at least. A larger shard tracks only a
+/// Sampled keys a generation of recent keys holds at least. A larger cache tracks only a
 /// sample of its keys (1 in a power of two, by hash) and moves the split by that many
 /// times a sampled key's weight: the signal keeps its mean and the work per miss stays
-/// bounded, whatever the shard's size.
+/// bounded, whatever the cache's size.
 const MIN_SAMPLED: usize = 64;
 
 /// Most keys one sampled key stands for. The sample takes hash bits 40 and up (see
@@ -79,12 +82,64 @@ pub(crate) struct Policy {
     pub(crate) kind: AdmissionPolicy,
     /// Most total weight held.
     pub(crate) capacity: u64,
-    /// S3-FIFO's small-queue target weight, adapted by [`Split::adapt`].
-    small: u64,
     /// S3-FIFO's ghost queue.
     pub(crate) ghosts: Option<Ghosts>,
-    /// S3-FIFO's recent evictions, which move the split.
-    split: Option<Split>,
+    /// S3-FIFO's split between its queues, shared with the other shards.
+    split: Option<Arc<SharedSplit>>,
+    /// This shard's share of the cache's capacity, in 2^-32ths: it scales the shared
+    /// small-queue target to the shard.
+    scale: u64,
+}
+
+/// S3-FIFO's split between its queues, one for the whole cache. The shards see the same
+/// workload (keys go to shards by hash), so one target fed by all their evictions serves
+/// each of them, and sampling the whole cache's keys rather than each shard's keeps the
+/// work per miss as small with many small shards as with one large one.
+pub(crate) struct SharedSplit {
+    /// The recent evictions, taken under the lock by sampled keys only.
+    recent: Mutex<Split>,
+    /// The small queue's target weight in the whole cache; written under `recent`'s lock,
+    /// read by the shards without it (a target, so a stale read is harmless).
+    small: AtomicU64,
+    /// The whole cache's capacity.
+    capacity: u64,
+    /// [`Split::sample`], readable without the lock.
+    sample: u64,
+}
+
+impl SharedSplit {
+    /// The split of a cache of `capacity` weight in about `entries` entries; its small
+    /// queue starts at [`SMALL_SHARE`] of the capacity.
+    pub(crate) fn new(capacity: u64, entries: usize) -> Result<Self, BuildError> {
+        let split = Split::new(entries)?;
+        Ok(SharedSplit {
+            sample: split.sample,
+            recent: Mutex::new(split),
+            small: AtomicU64::new((capacity / SMALL_SHARE).max(1)),
+            capacity,
+        })
+    }
+
+    /// Whether the key of `hash` is in the sample.
+    #[inline]
+    fn tracks(&self, hash: u64) -> bool {
+        hash & self.sample == 0
+    }
+
+    /// [`Split::adapt`], on the shared target.
+    #[inline(never)]
+    fn adapt(&self, hash: u64, ghost: bool, weight: u64) {
+        let mut recent = self.recent.lock();
+        let mut small = self.small.load(Ordering::Relaxed);
+        recent.adapt(hash, ghost, weight, &mut small, self.capacity);
+        self.small.store(small, Ordering::Relaxed);
+    }
+
+    /// [`Split::record`], under the lock.
+    #[inline(never)]
+    fn record_sampled(&self, hash: u64, queue: Queue) {
+        self.recent.lock().record_sampled(hash, queue);
+    }
 }
 
 /// The keys each of S3-FIFO's queues evicted recently. A miss on one of them would have
@@ -116,21 +171,20 @@ impl Split {
     }
 
     /// Whether the key of `hash` is in the sample.
-    #[inline]
+    #[cfg(test)]
     fn tracks(&self, hash: u64) -> bool {
         hash & self.sample == 0
     }
 
     /// Remembers a sampled key evicted from `queue`.
-    #[inline]
+    #[cfg(test)]
     fn record(&mut self, hash: u64, queue: Queue) {
         if self.tracks(hash) {
             self.record_sampled(hash, queue);
         }
     }
 
-    // Out of line: most keys are not sampled, and their path stays short.
-    #[inline(never)]
+    #[inline]
     fn record_sampled(&mut self, hash: u64, queue: Queue) {
         match queue {
             Queue::Small => self.small.record(hash),
@@ -142,7 +196,7 @@ impl Split {
     /// `capacity`) if the missed key of `hash`, of `weight`, was evicted recently. Only a
     /// `ghost` can have left the small queue recently (the ghosts remember more of its
     /// evictions than its window does), and only a key that is not can have left main.
-    #[inline(never)]
+    #[inline]
     fn adapt(&mut self, hash: u64, ghost: bool, weight: u64, small: &mut u64, capacity: u64) {
         let (weight, floor) = (weight.saturating_mul(self.rate), (capacity / MIN_SHARE).max(1));
         if !ghost {
@@ -186,22 +240,32 @@ impl<K, V> Evicted<K, V> {
 }
 
 impl Policy {
-    /// A shard's policy for about `entries` entries; under S3-FIFO its ghosts remember
-    /// `ghosts` keys per generation. An error if S3-FIFO's tables do not fit in memory.
+    /// A shard's policy for `capacity` weight; under S3-FIFO its ghosts remember `ghosts`
+    /// keys per generation and it takes its part of `split`. An error if S3-FIFO's tables
+    /// do not fit in memory.
     pub(crate) fn new(
         kind: AdmissionPolicy,
         capacity: u64,
-        entries: usize,
         ghosts: usize,
+        split: Option<Arc<SharedSplit>>,
     ) -> Result<Self, BuildError> {
         let s3fifo = kind == AdmissionPolicy::S3Fifo;
+        let whole = split.as_ref().map_or(capacity, |split| split.capacity).max(1);
         Ok(Policy {
             kind,
             capacity,
-            small: (capacity / SMALL_SHARE).max(1),
             ghosts: s3fifo.then(|| Ghosts::new(ghosts)).transpose()?,
-            split: s3fifo.then(|| Split::new(entries)).transpose()?,
+            split: split.filter(|_| s3fifo),
+            scale: ((u128::from(capacity) << 32) / u128::from(whole)) as u64,
         })
+    }
+
+    /// S3-FIFO's small-queue target weight in this shard: its share of the shared target
+    /// (exactly that target in a cache of one shard).
+    #[inline]
+    fn small(&self) -> u64 {
+        let whole = self.split.as_ref().map_or(0, |split| split.small.load(Ordering::Relaxed));
+        ((u128::from(whole) * u128::from(self.scale)) >> 32) as u64
     }
 
     /// Where a missed key of `weight` goes, or `None` if it is kept out. Asks the gate
@@ -231,13 +295,13 @@ impl Policy {
                     store.prefetch_tail(Queue::Small);
                     ghosts.take(place)
                 });
-                if let Some(split) = self.split.as_mut().filter(|split| split.tracks(hash)) {
-                    split.adapt(hash, ghost, u64::from(weight), &mut self.small, self.capacity);
+                if let Some(split) = self.split.as_ref().filter(|split| split.tracks(hash)) {
+                    split.adapt(hash, ghost, u64::from(weight));
                 }
                 if ghost {
                     // A ghost: it left the small queue unused, and came back.
                     Some(Queue::Main)
-                } else if store.total_weight() < self.capacity && store.weight(Queue::Small) >= self.small {
+                } else if store.total_weight() < self.capacity && store.weight(Queue::Small) >= self.small() {
                     // Still filling up with the small queue at its share: new keys go to
                     // main rather than push out keys that have had no time to prove
                     // themselves (as libCacheSim's S3-FIFO does).
@@ -282,8 +346,8 @@ impl Policy {
                 (_, Some(ghosts)) if entry.queue() == Queue::Small => ghosts.record(entry.hash),
                 _ => {}
             }
-            if let Some(split) = &mut self.split {
-                split.record(entry.hash, entry.queue());
+            if let Some(split) = self.split.as_ref().filter(|split| split.tracks(entry.hash)) {
+                split.record_sampled(entry.hash, entry.queue());
             }
             out.push((entry.key, entry.value));
         }
@@ -295,8 +359,9 @@ impl Policy {
     /// `None` if the queue holds nothing but `spare`.
     #[inline(always)]
     fn small_tail<K, V>(&self, store: &mut Store<K, V>, spare: Option<u32>, force: bool) -> Option<u32> {
+        let small = self.small();
         let over = |store: &Store<K, V>| {
-            force || store.weight(Queue::Small) > self.small || store.weight(Queue::Main) == 0
+            force || store.weight(Queue::Small) > small || store.weight(Queue::Main) == 0
         };
         while over(store) {
             let tail = store.tail(Queue::Small)?;
@@ -343,7 +408,9 @@ impl Policy {
 
 #[cfg(test)]
 mod tests {
-    use super::{Queue, Split};
+    use std::sync::Arc;
+
+    use super::{AdmissionPolicy, Policy, Queue, SharedSplit, Split};
 
     /// Hashes every split tracks, whatever its sampling rate.
     fn hash(k: u64) -> u64 {
@@ -384,7 +451,7 @@ mod tests {
     }
 
     #[test]
-    fn large_shards_sample_their_keys_and_scale_the_step() {
+    fn large_caches_sample_their_keys_and_scale_the_step() {
         let mut split = Split::new(1_000_000).unwrap();
         assert_eq!(split.rate, 512, "windows of 50,000 keys, at least 64 of them sampled");
         let tracked =
@@ -397,12 +464,26 @@ mod tests {
     }
 
     #[test]
-    fn huge_shards_cap_the_sampling_rate() {
+    fn huge_caches_cap_the_sampling_rate() {
         let mut split = Split::new((20 * 64) << 20).unwrap();
         assert_eq!(split.rate, 1 << 16, "the sample stays within hash bits 40 to 55");
         let (capacity, mut small) = (u64::MAX, 1 << 40);
         split.record(hash(1), Queue::Small);
         split.adapt(hash(1), true, u64::from(u32::MAX), &mut small, capacity);
         assert_eq!(small, (1 << 40) + (u64::from(u32::MAX) << 16), "the heaviest step fits");
+    }
+
+    #[test]
+    fn shards_share_one_split_each_at_its_share() {
+        let split = Arc::new(SharedSplit::new(1_000, 1_000).unwrap());
+        let shard =
+            |capacity| Policy::new(AdmissionPolicy::S3Fifo, capacity, 16, Some(split.clone())).unwrap();
+        let (small, large) = (shard(250), shard(750));
+        assert_eq!((small.small(), large.small()), (25, 75), "a tenth of each shard to start");
+        split.recent.lock().record(hash(1), Queue::Small);
+        split.adapt(hash(1), true, 100);
+        assert_eq!((small.small(), large.small()), (50, 150), "a miss in either shard moves both");
+        let whole = Policy::new(AdmissionPolicy::S3Fifo, 1_000, 16, Some(split.clone())).unwrap();
+        assert_eq!(whole.small(), 200, "one shard takes the shared target exactly");
     }
 }

@@ -6,8 +6,9 @@
 //! values that leave the shard are handed back to be dropped after the lock is released.
 
 use std::hash::Hash;
+use std::sync::Arc;
 
-use super::policy::{Evicted, Policy, MAX_FREQ};
+use super::policy::{Evicted, Policy, SharedSplit, MAX_FREQ};
 use super::store::{Queue, Store};
 use super::{Admission, AdmissionPolicy};
 use crate::error::BuildError;
@@ -46,19 +47,20 @@ impl<K, V> Leftovers<K, V> {
 }
 
 impl<K: Hash + Eq, V: Clone> Shard<K, V> {
-    /// A shard holding at most `capacity` weight in about `entries` entries; an error if
-    /// its policy's tables do not fit in memory.
+    /// A shard holding at most `capacity` weight in about `entries` entries, taking its
+    /// part of S3-FIFO's `split`; an error if its policy's tables do not fit in memory.
     pub(crate) fn new(
         policy: AdmissionPolicy,
         capacity: u64,
         entries: usize,
         ghosts: usize,
+        split: Option<Arc<SharedSplit>>,
     ) -> Result<Self, BuildError> {
         Ok(Shard {
             // Preallocated up to a bound: a huge capacity is not a reason to reserve memory
             // before anything is stored.
             store: Store::with_capacity(entries.min(1 << 16)),
-            policy: Policy::new(policy, capacity, entries, ghosts)?,
+            policy: Policy::new(policy, capacity, ghosts, split)?,
             counters: Counters::default(),
         })
     }
