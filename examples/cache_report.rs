@@ -19,7 +19,7 @@
 //! `get`s of the last round. `AdmissionCache` runs its default policy.
 //!
 //! `--threads T` runs T threads alone; `--shards S` gives the two caches that shard by
-//! default (cuckoo-gate and quick_cache, 4 shards per core) S shards each.
+//! default (cuckoo-gate, 16 shards per core, and quick_cache, 4 per core) S shards each.
 //!
 //! `--only NAME` runs one cache alone, single-threaded, on the get-heavy workload (or the
 //! one `--workload` names: the warm-up and three rounds), and prints its time and hit

@@ -94,8 +94,8 @@ pub fn peers() -> Vec<(&'static str, Box<dyn Cache>)> {
     peers_sharded(None)
 }
 
-/// [`peers`], with the two caches that shard by default (cuckoo-gate and quick_cache, both
-/// 4 shards per core) given `shards` shards each instead when it is set.
+/// [`peers`], with the two caches that shard by default (cuckoo-gate, 16 shards per core,
+/// and quick_cache, 4 per core) given `shards` shards each instead when it is set.
 pub fn peers_sharded(shards: Option<usize>) -> Vec<(&'static str, Box<dyn Cache>)> {
     let lru = lru::LruCache::with_hasher(NonZeroUsize::new(CAPACITY).unwrap(), ahash::RandomState::new());
     let mut ours = AdmissionCache::<u64, u64>::builder().capacity(CAPACITY).seed(1);
