@@ -486,4 +486,29 @@ mod tests {
         let whole = Policy::new(AdmissionPolicy::S3Fifo, 1_000, 16, Some(split.clone())).unwrap();
         assert_eq!(whole.small(), 200, "one shard takes the shared target exactly");
     }
+
+    #[test]
+    fn concurrent_shards_lose_no_step_of_the_split() {
+        // Four shards' misses at once, each on a key its shard evicted from the small
+        // queue just before: every step must count. The windows hold 4,096 sampled keys
+        // (at the largest sampling rate), so a thread descheduled between its record and
+        // its miss still finds its key.
+        let capacity = 1 << 40;
+        let split = Arc::new(SharedSplit::new(capacity, 20 << 28).unwrap());
+        let rate = split.recent.lock().rate;
+        assert_eq!(rate, 1 << 16);
+        let start = split.small.load(super::Ordering::Relaxed);
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let split = &split;
+                s.spawn(move || {
+                    for k in (t * 1_000..).take(1_000) {
+                        split.record_sampled(hash(k), Queue::Small);
+                        split.adapt(hash(k), true, 1);
+                    }
+                });
+            }
+        });
+        assert_eq!(split.small.load(super::Ordering::Relaxed), start + 4_000 * rate);
+    }
 }
