@@ -226,6 +226,26 @@ fn gate_race_has_exactly_one_first_sighting() {
 }
 
 #[test]
+fn default_shards_follow_the_cores_and_keep_256_entries_each() {
+    let shards = |builder: cuckoo_gate::AdmissionCacheBuilder<u64, u64>| {
+        let debug = format!("{:?}", builder.build().unwrap());
+        let count =
+            debug.split("shards: ").nth(1).and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next());
+        count.and_then(|n| n.parse::<usize>().ok()).expect("the cache's Debug names its shards")
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(shards(AdmissionCache::builder().capacity(100)), 1, "a small cache is one shard");
+    assert_eq!(shards(AdmissionCache::builder().capacity(1_000)), 3.min(16 * cores));
+    assert_eq!(shards(AdmissionCache::builder().capacity(256 * 16 * cores)), 16 * cores);
+    assert_eq!(shards(AdmissionCache::builder().capacity(256 * 16 * cores - 1)), 16 * cores - 1);
+    // Weighted: sized by the estimated entries, not the total weight.
+    let weighted =
+        AdmissionCache::builder().capacity(1 << 30).weigher(|_, _| 1 << 20).estimated_entries(1_024);
+    assert_eq!(shards(weighted), 4.min(16 * cores));
+    assert_eq!(shards(AdmissionCache::builder().capacity(1 << 20).shards(5)), 5, "as asked");
+}
+
+#[test]
 fn bad_configuration_is_an_error() {
     let err = |b: cuckoo_gate::AdmissionCacheBuilder<u64, u64>| b.build().unwrap_err();
     assert_eq!(err(AdmissionCache::<u64, u64>::builder()), BuildError::ZeroCapacity);
