@@ -105,7 +105,8 @@
 //! entries and two FIFO queues, behind a reader-writer lock) whose misses are offered to
 //! an [`AdmissionPolicy`]: `S3Fifo` (the default: S3-FIFO, whose ghost queue is a
 //! gate cut down for one shard, two generations of 16-bit fingerprints written under the
-//! shard's lock; a hit only bumps a counter under the read lock), `SecondHit` (admit on
+//! shard's lock; a hit only bumps a counter under the read lock; the shards share one
+//! adaptive split between the queues), `SecondHit` (admit on
 //! the second request, asking the shared gate) or `Always` (an exact LRU per shard). Each
 //! operation hashes its key once, and the hash serves the shard, its table and the gate.
 //!

@@ -238,6 +238,11 @@ fn default_shards_follow_the_cores_and_keep_256_entries_each() {
     assert_eq!(shards(AdmissionCache::builder().capacity(1_000)), 3.min(16 * cores));
     assert_eq!(shards(AdmissionCache::builder().capacity(256 * 16 * cores)), 16 * cores);
     assert_eq!(shards(AdmissionCache::builder().capacity(256 * 16 * cores - 1)), 16 * cores - 1);
+    assert_eq!(
+        shards(AdmissionCache::builder().capacity(256 * 20 * cores)),
+        16 * cores,
+        "16 per core at most"
+    );
     // Weighted: sized by the estimated entries, not the total weight.
     let weighted =
         AdmissionCache::builder().capacity(1 << 30).weigher(|_, _| 1 << 20).estimated_entries(1_024);

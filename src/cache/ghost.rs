@@ -1,5 +1,7 @@
 //! S3-FIFO's ghost queue for one shard: the keys that left the small queue unused, kept as
-//! 16-bit fingerprints in two generations of a small cuckoo filter.
+//! 16-bit fingerprints in two generations of a small cuckoo filter. (The cache's adaptive
+//! split keeps its recent evictions in the same structure, one for the whole cache, behind
+//! a mutex: see `policy.rs`.)
 //!
 //! It is the seen-before gate's design (two generations that rotate after `capacity`
 //! recordings, cuckoo deletion for "seen? and forget") cut down to what a shard needs. The

@@ -8,7 +8,8 @@
 //! Each operation hashes its key once; the hash picks the shard, finds the entry in the
 //! shard's table and stands for the key in the gate or the shard's ghosts. Lookups take
 //! the shard's read lock (except under LRU), writes its write lock, and what leaves a
-//! shard is dropped after the lock is released.
+//! shard is dropped after the lock is released. Under S3-FIFO the shards share one
+//! adaptive split, whose mutex a write takes briefly for a sampled key.
 
 #[cfg(feature = "metrics")]
 mod metrics;
@@ -50,7 +51,7 @@ pub const MAX_SHARDS: usize = 1 << 16;
 const SHARDS_PER_CORE: usize = 16;
 
 /// Fewest entries a default shard is sized for, so that each shard's policy keeps a
-/// useful order (S3-FIFO's small queue, a tenth of the shard, holds 25 or more) and, under
+/// useful order (S3-FIFO's small queue starts at a tenth of the shard, 25 or more) and, under
 /// a weigher, an entry of a few hundred average weights still fits its shard.
 const MIN_SHARD_ENTRIES: usize = 256;
 

@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use crossbeam_utils::CachePadded;
+
 use super::ghost::Ghosts;
 use super::store::{Queue, Store};
 use crate::error::BuildError;
@@ -48,12 +50,13 @@ pub(crate) const MAX_FREQ: u8 = 3;
 /// follow-up, often a burst; two show reuse.
 const PROMOTE_AT: u8 = 2;
 
-/// Share of a shard's capacity S3-FIFO's small queue starts with, from the paper (which
-/// found 10% best across its 6,594 traces, and robust between 5% and 20%).
+/// Share of the capacity S3-FIFO's small queue starts with, from the paper (which found
+/// 10% best across its 6,594 traces, and robust between 5% and 20%).
 const SMALL_SHARE: u64 = 10;
 
-/// Neither queue shrinks below a hundredth of the capacity (as in libCacheSim's
-/// `S3FIFOd`, the S3-FIFO authors' adaptive variant).
+/// Neither queue shrinks below a hundredth of the whole cache's capacity (as in
+/// libCacheSim's `S3FIFOd`, the S3-FIFO authors' adaptive variant); a shard takes its share
+/// of that, and at least 1.
 const MIN_SHARE: u64 = 100;
 
 /// Evictions from each queue whose keys count as recent: a tenth of the entries, the
@@ -96,8 +99,10 @@ pub(crate) struct Policy {
 /// each of them, and sampling the whole cache's keys rather than each shard's keeps the
 /// work per miss as small with many small shards as with one large one.
 pub(crate) struct SharedSplit {
-    /// The recent evictions, taken under the lock by sampled keys only.
-    recent: Mutex<Split>,
+    /// The recent evictions, taken under the lock by sampled keys only (every key in a
+    /// cache of under about 2,560 entries). On its own cache lines: the fields below are
+    /// read on every miss.
+    recent: CachePadded<Mutex<Split>>,
     /// The small queue's target weight in the whole cache; written under `recent`'s lock,
     /// read by the shards without it (a target, so a stale read is harmless).
     small: AtomicU64,
@@ -114,7 +119,7 @@ impl SharedSplit {
         let split = Split::new(entries)?;
         Ok(SharedSplit {
             sample: split.sample,
-            recent: Mutex::new(split),
+            recent: CachePadded::new(Mutex::new(split)),
             small: AtomicU64::new((capacity / SMALL_SHARE).max(1)),
             capacity,
         })
@@ -130,12 +135,16 @@ impl SharedSplit {
     #[inline(never)]
     fn adapt(&self, hash: u64, ghost: bool, weight: u64) {
         let mut recent = self.recent.lock();
-        let mut small = self.small.load(Ordering::Relaxed);
+        let before = self.small.load(Ordering::Relaxed);
+        let mut small = before;
         recent.adapt(hash, ghost, weight, &mut small, self.capacity);
-        self.small.store(small, Ordering::Relaxed);
+        if small != before {
+            self.small.store(small, Ordering::Relaxed);
+        }
     }
 
-    /// [`Split::record`], under the lock.
+    /// [`Split::record`], under the lock. Out of line: most keys are not sampled, and
+    /// their path stays short.
     #[inline(never)]
     fn record_sampled(&self, hash: u64, queue: Queue) {
         self.recent.lock().record_sampled(hash, queue);
@@ -251,6 +260,8 @@ impl Policy {
     ) -> Result<Self, BuildError> {
         let s3fifo = kind == AdmissionPolicy::S3Fifo;
         let whole = split.as_ref().map_or(capacity, |split| split.capacity).max(1);
+        debug_assert!(capacity <= whole, "a shard holds part of the cache");
+        debug_assert!(!s3fifo || split.is_some(), "S3-FIFO needs its split");
         Ok(Policy {
             kind,
             capacity,
@@ -260,12 +271,12 @@ impl Policy {
         })
     }
 
-    /// S3-FIFO's small-queue target weight in this shard: its share of the shared target
-    /// (exactly that target in a cache of one shard).
+    /// S3-FIFO's small-queue target weight in this shard: its share of the shared target,
+    /// rounded up (so at least 1, and exactly that target in a cache of one shard).
     #[inline]
     fn small(&self) -> u64 {
         let whole = self.split.as_ref().map_or(0, |split| split.small.load(Ordering::Relaxed));
-        ((u128::from(whole) * u128::from(self.scale)) >> 32) as u64
+        ((u128::from(whole) * u128::from(self.scale) + u128::from(u32::MAX)) >> 32) as u64
     }
 
     /// Where a missed key of `weight` goes, or `None` if it is kept out. Asks the gate
@@ -410,7 +421,7 @@ impl Policy {
 mod tests {
     use std::sync::Arc;
 
-    use super::{AdmissionPolicy, Policy, Queue, SharedSplit, Split};
+    use super::{AdmissionPolicy, Ordering, Policy, Queue, SharedSplit, Split};
 
     /// Hashes every split tracks, whatever its sampling rate.
     fn hash(k: u64) -> u64 {
@@ -497,7 +508,7 @@ mod tests {
         let split = Arc::new(SharedSplit::new(capacity, 20 << 28).unwrap());
         let rate = split.recent.lock().rate;
         assert_eq!(rate, 1 << 16);
-        let start = split.small.load(super::Ordering::Relaxed);
+        let start = split.small.load(Ordering::Relaxed);
         std::thread::scope(|s| {
             for t in 0..4u64 {
                 let split = &split;
@@ -509,6 +520,6 @@ mod tests {
                 });
             }
         });
-        assert_eq!(split.small.load(super::Ordering::Relaxed), start + 4_000 * rate);
+        assert_eq!(split.small.load(Ordering::Relaxed), start + 4_000 * rate);
     }
 }
