@@ -8,4 +8,4 @@ if ! cargo +nightly miri --version >/dev/null 2>&1; then
     rustup toolchain install nightly --profile minimal --component miri,rust-src \
         || { echo "Miri needs the nightly toolchain with its miri and rust-src components; rustup could not install them"; exit 1; }
 fi
-MIRIFLAGS="-Zmiri-tree-borrows" cargo +nightly miri test --lib -- filter::current
+MIRIFLAGS="-Zmiri-tree-borrows" cargo +nightly miri test --lib -- filter::current cache::lock

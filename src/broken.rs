@@ -24,6 +24,8 @@ pub(crate) const SNAPSHOT_UNFROZEN: bool = cfg!(cuckoo_gate_broken = "snapshot_u
 pub(crate) const UNSTAMPED_REMOVE: bool = cfg!(cuckoo_gate_broken = "unstamped_remove");
 /// Every thread that saw a gate generation fill rotates, not only the first.
 pub(crate) const DOUBLE_ROTATION: bool = cfg!(cuckoo_gate_broken = "double_rotation");
+/// A cache shard's reader goes in even while a writer holds the lock.
+pub(crate) const READER_IGNORES_WRITER: bool = cfg!(cuckoo_gate_broken = "reader_ignores_writer");
 
 /// [`SPLIT_MOVE`]: moves `hop`'s entry to slot `free` of `to` (lane value `moved`) in two
 /// lock holds, so a reader between them finds the entry in neither bucket.

@@ -89,9 +89,11 @@
 //! * The only `unsafe` code is in `src/filter/current.rs` (following the table pointer,
 //!   freeing the tables on drop), three hints in `src/primitive.rs` (the prefetch, used by
 //!   lookups, `contains_batch`, inserts and the cache; the request for huge pages on
-//!   Linux; the release of a retired table's pages) and one SSE2 compare in
-//!   `src/filter/bucket.rs` (the cache's ghosts search eight 16-bit lanes at once); each
-//!   block has its safety argument.
+//!   Linux; the release of a retired table's pages), one SSE2 compare in
+//!   `src/filter/bucket.rs` (the cache's ghosts search eight 16-bit lanes at once) and the
+//!   cache shards' reader-writer lock in `src/cache/lock.rs` (handing out the shard under
+//!   it, with the cell accessors it uses in `src/primitive.rs`); each block has its safety
+//!   argument.
 //!
 //! These claims are model-checked with loom (`tests/loom.rs`, including deliberately
 //! broken variants that loom must catch) and stress-tested (`tests/stress.rs`).
@@ -102,7 +104,8 @@
 //! atomic step (an `insert_unique` into the current generation). Two generations of
 //! filters rotate after `capacity` recordings, so the gate's memory is bounded and keys
 //! age out. [`AdmissionCache`] is a sharded cache (per shard: a hash table over a slab of
-//! entries and two FIFO queues, behind a reader-writer lock) whose misses are offered to
+//! entries and two FIFO queues, behind a reader-writer lock whose readers take it with one
+//! `fetch_add`) whose misses are offered to
 //! an [`AdmissionPolicy`]: `S3Fifo` (the default: S3-FIFO, whose ghost queue is a
 //! gate cut down for one shard, two generations of 16-bit fingerprints written under the
 //! shard's lock; a hit only bumps a counter under the read lock; the shards share one

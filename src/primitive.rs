@@ -9,24 +9,63 @@
 mod imp {
     pub(crate) use std::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
-    /// A reader-writer lock for data written often: `parking_lot`'s (word-sized, no
-    /// poisoning: a panic under the lock releases it and leaves no mark).
+    /// The cell a lock hands out: `std`'s `UnsafeCell` (loom's, which checks every
+    /// access, under loom).
     #[derive(Debug, Default)]
-    pub(crate) struct ShardLock<T>(parking_lot::RwLock<T>);
+    pub(crate) struct LockCell<T>(std::cell::UnsafeCell<T>);
 
-    impl<T> ShardLock<T> {
+    impl<T> LockCell<T> {
         pub(crate) fn new(value: T) -> Self {
-            ShardLock(parking_lot::RwLock::new(value))
+            LockCell(std::cell::UnsafeCell::new(value))
         }
 
+        /// A shared access to the value, for a reader holding the lock.
         #[inline]
-        pub(crate) fn read(&self) -> impl std::ops::Deref<Target = T> + '_ {
-            self.0.read()
+        pub(crate) fn shared(&self) -> SharedRef<T> {
+            SharedRef(self.0.get())
         }
 
+        /// An exclusive access to the value, for the writer holding the lock.
         #[inline]
-        pub(crate) fn write(&self) -> impl std::ops::DerefMut<Target = T> + '_ {
-            self.0.write()
+        pub(crate) fn unique(&self) -> UniqueRef<T> {
+            UniqueRef(self.0.get())
+        }
+    }
+
+    /// See [`LockCell::shared`].
+    pub(crate) struct SharedRef<T>(*const T);
+
+    impl<T> SharedRef<T> {
+        /// # Safety
+        /// No [`UniqueRef`] of the same cell may be used while this one lives.
+        #[inline]
+        #[allow(unsafe_code)]
+        pub(crate) unsafe fn get(&self) -> &T {
+            // SAFETY: the pointer is the live cell's; the caller rules out a writer.
+            unsafe { &*self.0 }
+        }
+    }
+
+    /// See [`LockCell::unique`].
+    pub(crate) struct UniqueRef<T>(*mut T);
+
+    impl<T> UniqueRef<T> {
+        /// # Safety
+        /// No other access to the same cell may be used while this one lives.
+        #[inline]
+        #[allow(unsafe_code)]
+        pub(crate) unsafe fn get(&self) -> &T {
+            // SAFETY: the pointer is the live cell's; the caller rules out other accesses.
+            unsafe { &*self.0 }
+        }
+
+        /// # Safety
+        /// As [`UniqueRef::get`].
+        #[inline]
+        #[allow(unsafe_code)]
+        pub(crate) unsafe fn get_mut(&mut self) -> &mut T {
+            // SAFETY: the pointer is the live cell's; the caller rules out other accesses.
+            unsafe { &mut *self.0 }
         }
     }
 
@@ -92,8 +131,51 @@ mod imp {
 mod imp {
     pub(crate) use loom::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
-    /// loom's reader-writer lock (the same as `RwLock` here).
-    pub(crate) type ShardLock<T> = RwLock<T>;
+    /// loom's `UnsafeCell`, which fails the model on any access that races another.
+    #[derive(Debug)]
+    pub(crate) struct LockCell<T>(loom::cell::UnsafeCell<T>);
+
+    impl<T> LockCell<T> {
+        pub(crate) fn new(value: T) -> Self {
+            LockCell(loom::cell::UnsafeCell::new(value))
+        }
+
+        pub(crate) fn shared(&self) -> SharedRef<T> {
+            SharedRef(self.0.get())
+        }
+
+        pub(crate) fn unique(&self) -> UniqueRef<T> {
+            UniqueRef(self.0.get_mut())
+        }
+    }
+
+    /// A read access loom tracks while it lives.
+    pub(crate) struct SharedRef<T>(loom::cell::ConstPtr<T>);
+
+    impl<T> SharedRef<T> {
+        #[allow(unsafe_code)]
+        pub(crate) unsafe fn get(&self) -> &T {
+            // SAFETY: as in the real build; loom checks it.
+            unsafe { self.0.deref() }
+        }
+    }
+
+    /// A write access loom tracks while it lives.
+    pub(crate) struct UniqueRef<T>(loom::cell::MutPtr<T>);
+
+    impl<T> UniqueRef<T> {
+        #[allow(unsafe_code)]
+        pub(crate) unsafe fn get(&self) -> &T {
+            // SAFETY: as in the real build; loom checks it.
+            unsafe { &*self.0.deref() }
+        }
+
+        #[allow(unsafe_code)]
+        pub(crate) unsafe fn get_mut(&mut self) -> &mut T {
+            // SAFETY: as in the real build; loom checks it.
+            unsafe { self.0.deref() }
+        }
+    }
 
     /// Every loom thread shares stripe 0 (still a correct, if contended, choice).
     pub(crate) fn thread_stripe() -> usize {

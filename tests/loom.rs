@@ -19,6 +19,7 @@
 //! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="snapshot_unfrozen"' ...
 //! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="unstamped_remove"' ...
 //! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="double_rotation"' ...
+//! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="reader_ignores_writer"' ...
 //! ```
 //!
 //! Tables are tiny (3 buckets of 4 slots, or one group of 63 windows, one stripe) and keys
@@ -497,5 +498,44 @@ fn gate_rotation_happens_once_per_full_generation() {
         for key in [1u64, 2, 3] {
             assert!(gate.contains(&key), "key {key} forgotten within the gate's capacity");
         }
+    });
+}
+
+/// A cache shard's reader against its writer: a `get` racing an update of the same key
+/// sees the old value or the new one, and never reads the shard while the writer changes
+/// it (loom's cells fail the model on any such overlap).
+#[test]
+#[cfg_attr(cuckoo_gate_broken = "reader_ignores_writer", should_panic(expected = "Causality violation"))]
+fn cache_reader_and_writer_never_overlap() {
+    model(|| {
+        let cache = Arc::new(
+            cuckoo_gate::AdmissionCache::builder().capacity(4).shards(1).seed(SEED).build().unwrap(),
+        );
+        cache.insert(1u64, 10u64);
+        let writer = {
+            let cache = cache.clone();
+            thread::spawn(move || cache.insert(1, 11))
+        };
+        let seen = cache.get(&1);
+        writer.join().unwrap();
+        assert!(matches!(seen, Some(10 | 11)), "a reader saw {seen:?}");
+        assert_eq!(cache.get(&1), Some(11));
+    });
+}
+
+/// Two writers on one shard: both updates land, one after the other.
+#[test]
+fn cache_writers_take_turns() {
+    model(|| {
+        let cache = Arc::new(
+            cuckoo_gate::AdmissionCache::builder().capacity(4).shards(1).seed(SEED).build().unwrap(),
+        );
+        let other = {
+            let cache = cache.clone();
+            thread::spawn(move || cache.insert(1u64, 1u64))
+        };
+        cache.insert(2, 2);
+        other.join().unwrap();
+        assert_eq!((cache.get(&1), cache.get(&2)), (Some(1), Some(2)), "a write was lost");
     });
 }

@@ -3,6 +3,7 @@
 //! * `store.rs`: a shard's entries (hash table, slab, queues).
 //! * `policy.rs`: the admission and eviction policies.
 //! * `ghost.rs`: S3-FIFO's ghost queue, a shard's own two-generation cuckoo filter.
+//! * `lock.rs`: the shards' reader-writer lock.
 //! * `shard.rs`: one shard's operations, and what leaves it.
 //!
 //! Each operation hashes its key once; the hash picks the shard, finds the entry in the
@@ -16,6 +17,7 @@ mod metrics;
 #[cfg(all(feature = "metrics", feature = "foyer"))]
 pub(crate) use self::metrics::AdmissionMetrics;
 mod ghost;
+mod lock;
 mod policy;
 mod shard;
 mod store;
@@ -27,6 +29,7 @@ use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 
+use self::lock::ShardLock;
 pub use self::policy::AdmissionPolicy;
 use self::policy::SharedSplit;
 use self::shard::{Counters, Leftovers, Shard};
@@ -35,7 +38,7 @@ use crate::filter::{random_seed, seeded_hasher};
 #[cfg(feature = "metrics")]
 use crate::gate::GateStats;
 use crate::gate::SeenBefore;
-use crate::primitive::{ShardLock, Tally};
+use crate::primitive::Tally;
 
 /// Default gate size under [`AdmissionPolicy::SecondHit`], in cache entries: how many
 /// first sightings the gate remembers while they wait for a second request. It costs
