@@ -35,8 +35,7 @@ fn requests() -> &'static [u64] {
 }
 
 fn caches(c: &mut Criterion) {
-    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-    let threads: Vec<usize> = if cores > 2 { vec![1, 2, cores] } else { vec![1, 2] };
+    let threads = common::thread_counts();
     let all = requests();
     for workload in WORKLOADS {
         let mut group = c.benchmark_group(format!("cache/{workload}"));

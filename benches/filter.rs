@@ -203,16 +203,6 @@ fn bloom(n: usize) -> fastbloom::AtomicBloomFilter {
     fastbloom::AtomicBloomFilter::with_false_pos(EPSILON).seed(&1).expected_items(n)
 }
 
-/// Thread counts: 1, 2, and every core when there are more.
-fn thread_counts() -> Vec<usize> {
-    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-    let mut counts = vec![1, 2];
-    if cores > 2 {
-        counts.push(cores);
-    }
-    counts
-}
-
 /// Fills `f` with the keys `[0, fill)`.
 fn fill(f: &impl Filter, fill: u64) {
     for i in 0..fill {
@@ -366,7 +356,7 @@ fn mixed<F: Filter>(c: &mut Criterion, label: &str, make: &dyn Fn(usize) -> F, t
 }
 
 fn filters(c: &mut Criterion) {
-    let threads = thread_counts();
+    let threads = common::thread_counts();
     let many = &threads[1..];
     for n in [1_000_000, 10_000_000] {
         single_size(c, "cuckoo-gate", n, &gate, &threads);

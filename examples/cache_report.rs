@@ -86,12 +86,7 @@ fn main() {
     if let Some(name) = only {
         return profile(&name, workload);
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads: Vec<usize> = match threads {
-        Some(t) => vec![t],
-        None if cores > 2 => vec![1, 2, cores],
-        None => vec![1, 2],
-    };
+    let threads = threads.map_or_else(common::thread_counts, |t| vec![t]);
     let requests = zipf_requests(4 * OPS);
     let (warm, timed) = requests.split_at(OPS);
     let parts: Vec<&[u64]> = timed.chunks(OPS).collect();

@@ -88,9 +88,7 @@ fn measure(n: usize) {
     };
     row("insert (fill to n)", 1, &inserts);
     let lookups = 4_000_000.min(4 * n as u64);
-    let cores = std::thread::available_parallelism().map_or(1, |c| c.get() as u64);
-    let threads: Vec<u64> = if cores > 2 { vec![1, 2, cores] } else { vec![1, 2] };
-    for threads in threads {
+    for threads in common::thread_counts().into_iter().map(|t| t as u64) {
         let pairs: Vec<(f64, f64)> = (0..9)
             .map(|r| {
                 let g = lookup_round(&grow, n as u64, lookups, threads, r);

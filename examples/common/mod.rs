@@ -1,4 +1,4 @@
-//! Helpers shared by the examples that measure the filter (not every example uses both).
+//! Helpers shared by the examples and benches that measure (not every one uses all).
 #![allow(dead_code)]
 
 #[path = "rng.rs"]
@@ -9,6 +9,16 @@ use rng::{mix64, GOLDEN};
 /// SplitMix64: distinct, well-spread u64 keys from a counter.
 pub fn key(i: u64) -> u64 {
     mix64(i.wrapping_add(GOLDEN).wrapping_mul(GOLDEN))
+}
+
+/// The thread counts a measurement runs on: 1 and 2, and every core when there are more.
+pub fn thread_counts() -> Vec<usize> {
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    if cores > 2 {
+        vec![1, 2, cores]
+    } else {
+        vec![1, 2]
+    }
 }
 
 /// The median of `v` (the upper one for an even length).
