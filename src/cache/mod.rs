@@ -416,7 +416,9 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
                 let share = |total: u64| total / shards as u64 + u64::from(i < total % shards as u64);
                 let (entries, ghosts) =
                     (share(entries as u64) as usize, share(gate_capacity as u64) as usize);
-                let shard = Shard::new(self.policy, share(capacity), entries, ghosts, split.clone())?;
+                let weighted = self.weigher.is_some();
+                let shard =
+                    Shard::new(self.policy, share(capacity), entries, ghosts, split.clone(), weighted)?;
                 Ok(CachePadded::new(ShardLock::new(shard)))
             })
             .collect::<Result<_, BuildError>>()?;

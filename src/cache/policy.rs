@@ -396,7 +396,7 @@ impl Policy {
     /// CLOCK over the main queue: an entry at the tail with requests left gets another
     /// round for one of them; the first without is the victim. `None` if main holds
     /// nothing but `spare`.
-    #[inline]
+    #[inline(always)]
     fn clock<K, V>(&self, store: &mut Store<K, V>, spare: Option<u32>) -> Option<u32> {
         // Each pass over an entry lowers its count, so this ends within MAX_FREQ + 1
         // passes over the queue.

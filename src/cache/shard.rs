@@ -47,19 +47,21 @@ impl<K, V> Leftovers<K, V> {
 }
 
 impl<K: Hash + Eq, V: Clone> Shard<K, V> {
-    /// A shard holding at most `capacity` weight in about `entries` entries, taking its
-    /// part of S3-FIFO's `split`; an error if its policy's tables do not fit in memory.
+    /// A shard holding at most `capacity` weight in about `entries` entries (`weighted` if
+    /// they weigh other than 1), taking its part of S3-FIFO's `split`; an error if its policy's tables do not fit in
+    /// memory.
     pub(crate) fn new(
         policy: AdmissionPolicy,
         capacity: u64,
         entries: usize,
         ghosts: usize,
         split: Option<Arc<SharedSplit>>,
+        weighted: bool,
     ) -> Result<Self, BuildError> {
         Ok(Shard {
             // Preallocated up to a bound: a huge capacity is not a reason to reserve memory
             // before anything is stored.
-            store: Store::with_capacity(entries.min(1 << 16)),
+            store: Store::with_capacity(entries.min(1 << 16), weighted),
             policy: Policy::new(policy, capacity, ghosts, split)?,
             counters: Counters::default(),
         })
@@ -124,9 +126,9 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 (Admission::TooHeavy, None)
             }
             Some(index) => {
+                let reweighed = self.store.weight_of(index) != weight;
                 let entry = self.store.entry_mut(index);
                 out.unkept = Some((key, std::mem::replace(&mut entry.value, value)));
-                let reweighed = entry.weight != weight;
                 match self.policy.kind {
                     AdmissionPolicy::Always => self.store.requeue(index, Queue::Main),
                     _ => entry.touch(MAX_FREQ),

@@ -12,8 +12,6 @@
 //! that one entry, where a linked list would also touch its neighbours. Stale pairs are
 //! swept out once they outnumber the live ones.
 
-use std::collections::VecDeque;
-
 use hashbrown::HashTable;
 
 use crate::primitive::{prefetch, AtomicU8, Ordering};
@@ -31,7 +29,6 @@ pub(crate) struct Entry<K, V> {
     pub(crate) key: K,
     pub(crate) value: V,
     pub(crate) hash: u64,
-    pub(crate) weight: u32,
     /// Requests since insertion or since eviction last passed the entry over, capped;
     /// readers raise it under the shard's read lock.
     pub(crate) freq: AtomicU8,
@@ -42,26 +39,100 @@ pub(crate) struct Entry<K, V> {
 
 #[derive(Default)]
 struct Ring {
-    /// `slot << 32 | stamp`, newest at the front.
-    pairs: VecDeque<u64>,
+    /// `slot << 32 | stamp`, oldest first.
+    pairs: Pairs,
     /// Live entries, and their total weight.
     live: usize,
     weight: u64,
 }
 
+/// A FIFO of pairs in a ring buffer of a power-of-two size, which doubles when full.
+/// `start` and `end` count pushes and pops; a pair's place is its count masked.
+#[derive(Default)]
+struct Pairs {
+    buf: Box<[u64]>,
+    start: usize,
+    end: usize,
+}
+
+impl Pairs {
+    fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    #[inline]
+    fn oldest(&self) -> Option<u64> {
+        (self.start != self.end).then(|| self.buf[self.start & (self.buf.len() - 1)])
+    }
+
+    /// The pair `ahead` places after the oldest, if there is one.
+    #[inline]
+    fn nth(&self, ahead: usize) -> Option<u64> {
+        (ahead < self.len()).then(|| self.buf[(self.start + ahead) & (self.buf.len() - 1)])
+    }
+
+    #[inline]
+    fn pop_oldest(&mut self) {
+        debug_assert!(self.start != self.end);
+        self.start += 1;
+    }
+
+    #[inline]
+    fn push(&mut self, pair: u64) {
+        if self.len() == self.buf.len() {
+            self.grow();
+        }
+        let mask = self.buf.len() - 1;
+        self.buf[self.end & mask] = pair;
+        self.end += 1;
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let mut buf = vec![0; (2 * self.buf.len()).max(16)].into_boxed_slice();
+        let len = self.len();
+        for (i, place) in buf.iter_mut().take(len).enumerate() {
+            *place = self.buf[(self.start + i) & (self.buf.len() - 1)];
+        }
+        (self.buf, self.start, self.end) = (buf, 0, len);
+    }
+
+    /// Keeps the pairs `keep` accepts, in order.
+    fn retain(&mut self, mut keep: impl FnMut(u64) -> bool) {
+        let mask = self.buf.len().wrapping_sub(1);
+        let mut kept = self.start;
+        for i in self.start..self.end {
+            let pair = self.buf[i & mask];
+            if keep(pair) {
+                self.buf[kept & mask] = pair;
+                kept += 1;
+            }
+        }
+        self.end = kept;
+    }
+}
+
+/// How far ahead of a queue's tail [`Store::tail`] prefetches.
+const LOOKAHEAD: usize = 4;
+
 pub(crate) struct Store<K, V> {
     table: HashTable<u32>,
     slots: Vec<Option<Entry<K, V>>>,
+    /// Each slot's weight, in a weighted store; in an unweighted one every entry weighs 1,
+    /// and entries stay small (32 bytes for `u64` keys and values).
+    weights: Option<Vec<u32>>,
     free: Vec<u32>,
     queues: [Ring; 2],
     next_stamp: u32,
 }
 
 impl<K, V> Store<K, V> {
-    pub(crate) fn with_capacity(entries: usize) -> Self {
+    /// A store with room for `entries`; `weighted` if its entries weigh other than 1.
+    pub(crate) fn with_capacity(entries: usize, weighted: bool) -> Self {
         Store {
             table: HashTable::with_capacity(entries),
             slots: Vec::with_capacity(entries),
+            weights: weighted.then(|| Vec::with_capacity(entries)),
             free: Vec::new(),
             queues: [Ring::default(), Ring::default()],
             next_stamp: 0,
@@ -114,12 +185,21 @@ impl<K, V> Store<K, V> {
     #[inline]
     pub(crate) fn tail(&mut self, queue: Queue) -> Option<u32> {
         let ring = &mut self.queues[queue as usize];
-        while let Some(&pair) = ring.pairs.back() {
+        while let Some(pair) = ring.pairs.oldest() {
             let (index, stamp) = ((pair >> 32) as u32, pair as u32);
             match &self.slots[index as usize] {
-                Some(e) if e.stamp == stamp && e.queue == queue => return Some(index),
-                _ => ring.pairs.pop_back(),
-            };
+                Some(e) if e.stamp == stamp && e.queue == queue => {
+                    // Eviction often passes over this entry to the next ones: start
+                    // loading one a few places on, so that its cache miss overlaps.
+                    if let Some(next) = ring.pairs.nth(LOOKAHEAD) {
+                        if let Some(slot) = self.slots.get((next >> 32) as usize) {
+                            prefetch(slot);
+                        }
+                    }
+                    return Some(index);
+                }
+                _ => ring.pairs.pop_oldest(),
+            }
         }
         None
     }
@@ -127,7 +207,7 @@ impl<K, V> Store<K, V> {
     /// Starts loading the oldest entry of `queue` into the CPU cache.
     #[inline]
     pub(crate) fn prefetch_tail(&self, queue: Queue) {
-        if let Some(&pair) = self.queues[queue as usize].pairs.back() {
+        if let Some(pair) = self.queues[queue as usize].pairs.oldest() {
             if let Some(slot) = self.slots.get((pair >> 32) as usize) {
                 prefetch(slot);
             }
@@ -137,7 +217,7 @@ impl<K, V> Store<K, V> {
     /// Stores an entry for a key that is absent, at the head of `queue`.
     #[inline]
     pub(crate) fn insert(&mut self, key: K, value: V, hash: u64, weight: u32, queue: Queue) -> u32 {
-        let entry = Entry { key, value, hash, weight, freq: AtomicU8::new(0), queue, stamp: 0 };
+        let entry = Entry { key, value, hash, freq: AtomicU8::new(0), queue, stamp: 0 };
         let index = match self.free.pop() {
             Some(index) => {
                 self.slots[index as usize] = Some(entry);
@@ -148,6 +228,11 @@ impl<K, V> Store<K, V> {
                 (self.slots.len() - 1) as u32
             }
         };
+        match &mut self.weights {
+            Some(weights) if weights.len() > index as usize => weights[index as usize] = weight,
+            Some(weights) => weights.push(weight),
+            None => debug_assert_eq!(weight, 1, "an unweighted store holds entries of weight 1"),
+        }
         let slots = &self.slots;
         self.table.insert_unique(hash, index, |&i| slots[i as usize].as_ref().map_or(0, |e| e.hash));
         self.link(index, queue);
@@ -178,31 +263,39 @@ impl<K, V> Store<K, V> {
     #[inline]
     pub(crate) fn rotate(&mut self, queue: Queue) {
         let pairs = &mut self.queues[queue as usize].pairs;
-        if let Some(pair) = pairs.pop_back() {
-            pairs.push_front(pair);
+        if let Some(pair) = pairs.oldest() {
+            pairs.pop_oldest();
+            pairs.push(pair);
         }
     }
 
-    /// Sets the weight of the entry at `index`.
+    /// The weight of the entry at `index`.
+    #[inline]
+    pub(crate) fn weight_of(&self, index: u32) -> u32 {
+        self.weights.as_ref().map_or(1, |weights| weights[index as usize])
+    }
+
+    /// Sets the weight of the entry at `index` (in a weighted store).
     pub(crate) fn reweigh(&mut self, index: u32, weight: u32) {
-        let entry = self.entry_mut(index);
-        let (queue, old) = (entry.queue, entry.weight);
-        entry.weight = weight;
-        let list = &mut self.queues[queue as usize];
-        list.weight = list.weight - u64::from(old) + u64::from(weight);
+        let (queue, old) = (self.entry(index).queue, self.weight_of(index));
+        if let Some(weights) = &mut self.weights {
+            weights[index as usize] = weight;
+            let list = &mut self.queues[queue as usize];
+            list.weight = list.weight - u64::from(old) + u64::from(weight);
+        }
     }
 
     /// Puts the entry at `index` at the head of `queue`, with a new stamp.
-    #[inline]
+    #[inline(always)]
     fn link(&mut self, index: u32, queue: Queue) {
         let stamp = self.next_stamp;
         self.next_stamp = stamp.wrapping_add(1);
+        let weight = u64::from(self.weight_of(index));
         let entry = self.entry_mut(index);
         entry.queue = queue;
         entry.stamp = stamp;
-        let weight = u64::from(entry.weight);
         let ring = &mut self.queues[queue as usize];
-        ring.pairs.push_front(u64::from(index) << 32 | u64::from(stamp));
+        ring.pairs.push(u64::from(index) << 32 | u64::from(stamp));
         ring.live += 1;
         ring.weight += weight;
         if ring.pairs.len() > 2 * ring.live + 32 {
@@ -212,15 +305,15 @@ impl<K, V> Store<K, V> {
 
     /// Takes the entry at `index` off its queue's count (its pair goes stale, and its
     /// stamp changes when it enters a queue again).
-    #[inline]
+    #[inline(always)]
     fn unlink(&mut self, index: u32) {
         let entry = self.entry(index);
-        let (queue, weight, stamp) = (entry.queue, u64::from(entry.weight), entry.stamp);
+        let (queue, weight, stamp) = (entry.queue, u64::from(self.weight_of(index)), entry.stamp);
         let ring = &mut self.queues[queue as usize];
         ring.live -= 1;
         ring.weight -= weight;
-        if ring.pairs.back() == Some(&(u64::from(index) << 32 | u64::from(stamp))) {
-            ring.pairs.pop_back();
+        if ring.pairs.oldest() == Some(u64::from(index) << 32 | u64::from(stamp)) {
+            ring.pairs.pop_oldest();
         }
     }
 
@@ -229,7 +322,7 @@ impl<K, V> Store<K, V> {
     #[cold]
     fn sweep(&mut self, queue: Queue) {
         let slots = &self.slots;
-        self.queues[queue as usize].pairs.retain(|&pair| {
+        self.queues[queue as usize].pairs.retain(|pair| {
             let (index, stamp) = ((pair >> 32) as u32, pair as u32);
             matches!(&slots[index as usize], Some(e) if e.stamp == stamp && e.queue == queue)
         });
@@ -250,5 +343,52 @@ impl<K, V> Entry<K, V> {
         if freq < max {
             self.freq.store(freq + 1, Ordering::Relaxed);
         }
+    }
+}
+
+#[cfg(all(test, not(cuckoo_gate_loom)))]
+mod tests {
+    use super::{Entry, Pairs, Queue, Store};
+
+    #[test]
+    fn pairs_keep_fifo_order_across_wraps_growth_and_retain() {
+        let (mut pairs, mut model) = (Pairs::default(), std::collections::VecDeque::new());
+        for i in 0..1_000u64 {
+            // Pops lag pushes, so the ring wraps many times and grows while wrapped.
+            pairs.push(i);
+            model.push_back(i);
+            if i % 3 == 0 {
+                assert_eq!(pairs.oldest(), model.front().copied());
+                pairs.pop_oldest();
+                model.pop_front();
+            }
+            if i % 97 == 0 {
+                pairs.retain(|p| p % 5 != 0);
+                model.retain(|p| p % 5 != 0);
+            }
+            assert_eq!(pairs.len(), model.len());
+            assert_eq!(pairs.nth(7), model.get(7).copied());
+        }
+        while let Some(pair) = pairs.oldest() {
+            assert_eq!(Some(pair), model.pop_front());
+            pairs.pop_oldest();
+        }
+        assert!(model.is_empty());
+    }
+
+    #[test]
+    fn unweighted_entries_stay_small_and_weigh_one() {
+        assert_eq!(size_of::<Option<Entry<u64, u64>>>(), 32);
+        let mut store = Store::with_capacity(4, false);
+        let index = store.insert(1u64, 1u64, 7, 1, Queue::Small);
+        assert_eq!((store.weight_of(index), store.total_weight()), (1, 1));
+        let mut weighted = Store::with_capacity(4, true);
+        let index = weighted.insert(1u64, 1u64, 7, 5, Queue::Small);
+        weighted.reweigh(index, 9);
+        assert_eq!((weighted.weight_of(index), weighted.total_weight()), (9, 9));
+        weighted.remove(index);
+        // A reused slot takes its new entry's weight.
+        let index = weighted.insert(2u64, 2u64, 8, 3, Queue::Main);
+        assert_eq!((weighted.weight_of(index), weighted.weight(Queue::Main)), (3, 3));
     }
 }
