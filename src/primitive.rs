@@ -69,13 +69,39 @@ mod imp {
         }
     }
 
-    /// This thread's number: unique in the process, counting from 0 in the order threads
-    /// first ask (for picking a counter stripe).
+    /// This thread's number, for picking a counter stripe: unique among the threads alive,
+    /// and small, as a number is handed out again once its thread has exited (so a process
+    /// that spawns many short-lived threads does not run out of the first, owned stripes).
+    /// `usize::MAX` while the thread is being torn down.
     #[inline]
     pub(crate) fn thread_stripe() -> usize {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        thread_local!(static STRIPE: usize = NEXT.fetch_add(1, Ordering::Relaxed));
-        STRIPE.with(|s| *s)
+        thread_local!(static STRIPE: Stripe = Stripe::claim());
+        STRIPE.try_with(|stripe| stripe.0).unwrap_or(usize::MAX)
+    }
+
+    /// A thread's number, given back when the thread exits.
+    struct Stripe(usize);
+
+    /// Numbers handed out so far, and those given back.
+    static STRIPES: std::sync::Mutex<(usize, Vec<usize>)> = std::sync::Mutex::new((0, Vec::new()));
+
+    impl Stripe {
+        fn claim() -> Self {
+            let mut stripes = STRIPES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let (next, free) = &mut *stripes;
+            Stripe(free.pop().unwrap_or_else(|| {
+                *next += 1;
+                *next - 1
+            }))
+        }
+    }
+
+    impl Drop for Stripe {
+        fn drop(&mut self) {
+            // The thread's last count happened before this; the mutex orders it before
+            // the next owner's first.
+            STRIPES.lock().unwrap_or_else(std::sync::PoisonError::into_inner).1.push(self.0);
+        }
     }
 
     /// Whether [`thread_stripe`] numbers are unique per thread (they are not under loom).
@@ -320,9 +346,9 @@ pub(crate) fn release_pages(words: &[AtomicU64]) -> bool {
     }
 }
 
-/// Event counters striped by thread. The first threads of the process each own a stripe
-/// and count with a plain load and store, as no other thread writes it; later threads
-/// share atomic stripes. So counting costs no locked instruction and shares no written
+/// Event counters striped by thread. Threads numbered below the stripe count (numbers are
+/// reused once their thread exits) each own a stripe and count with a plain load and
+/// store, as no other thread writes it; any further threads share atomic stripes. So counting costs no locked instruction and shares no written
 /// cache line, and no count is lost.
 pub(crate) struct Tally<const N: usize> {
     owned: Box<[CachePadded<[AtomicU64; N]>]>,
@@ -390,7 +416,7 @@ impl Backoff {
 
 #[cfg(all(test, not(cuckoo_gate_loom)))]
 mod tests {
-    use super::Tally;
+    use super::{thread_stripe, Tally};
 
     #[test]
     fn a_tally_loses_no_count_with_more_threads_than_stripes() {
@@ -401,5 +427,26 @@ mod tests {
             }
         });
         assert_eq!((tally.sum(0), tally.sum(1)), (40_000, 40_000));
+    }
+
+    #[test]
+    fn threads_that_exit_give_their_stripe_back_with_its_counts() {
+        let tally = Tally::<1>::new(4);
+        let mut highest = 0;
+        for _ in 0..1_000 {
+            // One at a time: each may take a number an earlier one gave back.
+            let stripe = std::thread::scope(|s| {
+                s.spawn(|| {
+                    (0..10).for_each(|_| tally.add(0));
+                    thread_stripe()
+                })
+                .join()
+                .unwrap()
+            });
+            highest = highest.max(stripe);
+        }
+        // Without reuse the last thread alone would be numbered 1,000 or more.
+        assert!(highest < 1_000, "thread numbers are not reused: {highest}");
+        assert_eq!(tally.sum(0), 10_000);
     }
 }

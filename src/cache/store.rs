@@ -87,6 +87,17 @@ impl Pairs {
         self.end += 1;
     }
 
+    /// Moves the oldest pair to the newest end (in place: the length does not change).
+    #[inline]
+    fn rotate(&mut self) {
+        if self.start != self.end {
+            let mask = self.buf.len() - 1;
+            self.buf[self.end & mask] = self.buf[self.start & mask];
+            self.start += 1;
+            self.end += 1;
+        }
+    }
+
     #[cold]
     fn grow(&mut self) {
         let mut buf = vec![0; (2 * self.buf.len()).max(16)].into_boxed_slice();
@@ -262,11 +273,7 @@ impl<K, V> Store<K, V> {
     /// queue's head: CLOCK's second chance. Its pair stays the live one, stamp and all.
     #[inline]
     pub(crate) fn rotate(&mut self, queue: Queue) {
-        let pairs = &mut self.queues[queue as usize].pairs;
-        if let Some(pair) = pairs.oldest() {
-            pairs.pop_oldest();
-            pairs.push(pair);
-        }
+        self.queues[queue as usize].pairs.rotate();
     }
 
     /// The weight of the entry at `index`.
@@ -368,6 +375,10 @@ mod tests {
             }
             assert_eq!(pairs.len(), model.len());
             assert_eq!(pairs.nth(7), model.get(7).copied());
+            if i % 11 == 0 {
+                pairs.rotate();
+                model.rotate_left(model.len().min(1));
+            }
         }
         while let Some(pair) = pairs.oldest() {
             assert_eq!(Some(pair), model.pop_front());
