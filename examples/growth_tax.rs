@@ -5,12 +5,16 @@
 //! ```text
 //! cargo run --release --example growth_tax                    # n = 1M, 5M and 50M
 //! cargo run --release --example growth_tax -- 5000000         # one n
+//! cargo run --release --example growth_tax -- 5000000 --doublings 2
 //! ```
+//!
+//! `--doublings D` lets the growable filter double D times (`max_capacity(n << D)`) instead
+//! of the default 4: what fewer doublings would save.
 //!
 //! Lookups (half present, half absent keys) run on 1 and 2 threads, and on every core when
 //! there are more, in 9 rounds that alternate between the two filters; inserts fill a fresh
-//! pair of filters 3 times, alternating. Each ratio is the median of the per-round ratios, so a slow spell of a
-//! shared machine hits both filters alike.
+//! pair of filters 3 times, alternating. Each ratio is the median of the per-round ratios,
+//! so a slow spell of a shared machine hits both filters alike.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -24,14 +28,21 @@ const EPSILON: f64 = 0.001;
 /// Absent keys come from `[ABSENT, ...)`; present ones are `key(0..n)`.
 const ABSENT: u64 = 1 << 62;
 
-fn build(n: usize, fixed: bool) -> CuckooFilter {
+/// The growable filter (allowed `doublings`, or the default) or the fixed one.
+fn build(n: usize, fixed: bool, doublings: Option<u32>) -> CuckooFilter {
     let b = CuckooFilter::builder().capacity(n).false_positive_rate(EPSILON);
-    if fixed { b.max_capacity(n) } else { b }.build().expect("a valid configuration")
+    match (fixed, doublings) {
+        (true, _) => b.max_capacity(n),
+        (false, Some(d)) => b.max_capacity(n << d),
+        (false, None) => b,
+    }
+    .build()
+    .expect("a valid configuration")
 }
 
 /// Million inserts per second filling a new filter with `n` keys.
-fn fill(n: usize, fixed: bool) -> (CuckooFilter, f64) {
-    let f = build(n, fixed);
+fn fill(n: usize, fixed: bool, doublings: Option<u32>) -> (CuckooFilter, f64) {
+    let f = build(n, fixed, doublings);
     let start = Instant::now();
     for i in 0..n as u64 {
         f.insert(&key(i)).expect("a filter holds its capacity");
@@ -60,12 +71,12 @@ fn lookup_round(f: &CuckooFilter, n: u64, lookups: u64, threads: u64, round: u64
     lookups as f64 / start.elapsed().as_secs_f64() / 1e6
 }
 
-fn measure(n: usize) {
+fn measure(n: usize, doublings: Option<u32>) {
     let mut inserts = Vec::new();
     let mut filters = None;
     for _ in 0..3 {
-        let (grow, g) = fill(n, false);
-        let (fixed, x) = fill(n, true);
+        let (grow, g) = fill(n, false, doublings);
+        let (fixed, x) = fill(n, true, doublings);
         inserts.push((g, x));
         filters = Some((grow, fixed));
     }
@@ -73,7 +84,9 @@ fn measure(n: usize) {
     let (gs, fs) = (grow.stats(), fixed.stats());
     println!();
     println!(
-        "## n = {n}: default {:.2} bits/item ({}-bit slots), fixed {:.2} bits/item ({}-bit slots)",
+        "## n = {n}: growable ({} doublings) {:.2} bits/item ({}-bit slots), \
+         fixed {:.2} bits/item ({}-bit slots)",
+        gs.doublings_left,
         grow.memory_usage() as f64 * 8.0 / n as f64,
         gs.slot_bits,
         fixed.memory_usage() as f64 * 8.0 / n as f64,
@@ -101,17 +114,28 @@ fn measure(n: usize) {
 }
 
 fn main() {
-    let sizes: Vec<usize> = match std::env::args().nth(1) {
-        Some(n) => vec![n.parse().unwrap_or_else(|_| {
-            eprintln!("usage: growth_tax [N]");
-            std::process::exit(2)
-        })],
-        None => vec![1_000_000, 5_000_000, 50_000_000],
+    let usage = || -> ! {
+        eprintln!("usage: growth_tax [N] [--doublings D]  (D from 1 to 4)");
+        std::process::exit(2)
     };
+    let (mut sizes, mut doublings) = (Vec::new(), None);
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--doublings" => match args.next().and_then(|d| d.parse().ok()) {
+                Some(d @ 1..=4) => doublings = Some(d),
+                _ => usage(),
+            },
+            n => sizes.push(n.parse().unwrap_or_else(|_| usage())),
+        }
+    }
+    if sizes.is_empty() {
+        sizes = vec![1_000_000, 5_000_000, 50_000_000];
+    }
     println!(
         "Default-built (growable) against fixed-size filters, ε = {EPSILON}; medians of per-round ratios"
     );
     for n in sizes {
-        measure(n);
+        measure(n, doublings);
     }
 }

@@ -82,17 +82,22 @@ mod imp {
     /// A thread's number, given back when the thread exits.
     struct Stripe(usize);
 
-    /// Numbers handed out so far, and those given back.
-    static STRIPES: std::sync::Mutex<(usize, Vec<usize>)> = std::sync::Mutex::new((0, Vec::new()));
+    /// Numbers handed out so far, and those given back (the smallest is handed out
+    /// first, so that after a burst of threads the next ones own stripes again).
+    type FreeNumbers = std::collections::BinaryHeap<std::cmp::Reverse<usize>>;
+    static STRIPES: std::sync::Mutex<(usize, FreeNumbers)> = std::sync::Mutex::new((0, FreeNumbers::new()));
 
     impl Stripe {
         fn claim() -> Self {
             let mut stripes = STRIPES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let (next, free) = &mut *stripes;
-            Stripe(free.pop().unwrap_or_else(|| {
-                *next += 1;
-                *next - 1
-            }))
+            Stripe(free.pop().map_or_else(
+                || {
+                    *next += 1;
+                    *next - 1
+                },
+                |std::cmp::Reverse(number)| number,
+            ))
         }
     }
 
@@ -100,7 +105,11 @@ mod imp {
         fn drop(&mut self) {
             // The thread's last count happened before this; the mutex orders it before
             // the next owner's first.
-            STRIPES.lock().unwrap_or_else(std::sync::PoisonError::into_inner).1.push(self.0);
+            STRIPES
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .1
+                .push(std::cmp::Reverse(self.0));
         }
     }
 
@@ -348,8 +357,9 @@ pub(crate) fn release_pages(words: &[AtomicU64]) -> bool {
 
 /// Event counters striped by thread. Threads numbered below the stripe count (numbers are
 /// reused once their thread exits) each own a stripe and count with a plain load and
-/// store, as no other thread writes it; any further threads share atomic stripes. So counting costs no locked instruction and shares no written
-/// cache line, and no count is lost.
+/// store, as no other thread writes it; any further threads share atomic stripes. So
+/// counting costs no locked instruction and shares no written cache line, and no count is
+/// lost.
 pub(crate) struct Tally<const N: usize> {
     owned: Box<[CachePadded<[AtomicU64; N]>]>,
     shared: Box<[CachePadded<[AtomicU64; N]>]>,

@@ -48,8 +48,8 @@ impl<K, V> Leftovers<K, V> {
 
 impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     /// A shard holding at most `capacity` weight in about `entries` entries (`weighted` if
-    /// they weigh other than 1), taking its part of S3-FIFO's `split`; an error if its policy's tables do not fit in
-    /// memory.
+    /// they weigh other than 1), taking its part of S3-FIFO's `split`; an error if its
+    /// policy's tables do not fit in memory.
     pub(crate) fn new(
         policy: AdmissionPolicy,
         capacity: u64,

@@ -5,7 +5,7 @@
 //! by comparing keys. The only user code this module runs is `K::eq`, in [`Store::find`],
 //! before it changes anything: a panicking `Eq` leaves the store as it was.
 //!
-//! A queue is a ring of (slot, stamp) pairs, newest at the front. Entering a queue stamps
+//! A queue is a ring of (slot, stamp) pairs, oldest at the tail. Entering a queue stamps
 //! the entry afresh; a pair whose stamp no longer matches its slot's entry (the entry left,
 //! or entered a queue again) is stale, and is skipped and dropped when it reaches the
 //! tail. So taking an entry off the tail, the policies' common move, touches the ring and
@@ -47,7 +47,8 @@ struct Ring {
 }
 
 /// A FIFO of pairs in a ring buffer of a power-of-two size, which doubles when full.
-/// `start` and `end` count pushes and pops; a pair's place is its count masked.
+/// `start` and `end` are free-running counters (wrapping), the oldest pair at `start`
+/// masked and the next free place at `end` masked.
 #[derive(Default)]
 struct Pairs {
     buf: Box<[u64]>,
@@ -57,24 +58,24 @@ struct Pairs {
 
 impl Pairs {
     fn len(&self) -> usize {
-        self.end - self.start
-    }
-
-    #[inline]
-    fn oldest(&self) -> Option<u64> {
-        (self.start != self.end).then(|| self.buf[self.start & (self.buf.len() - 1)])
+        self.end.wrapping_sub(self.start)
     }
 
     /// The pair `ahead` places after the oldest, if there is one.
     #[inline]
     fn nth(&self, ahead: usize) -> Option<u64> {
-        (ahead < self.len()).then(|| self.buf[(self.start + ahead) & (self.buf.len() - 1)])
+        (ahead < self.len()).then(|| self.buf[self.start.wrapping_add(ahead) & (self.buf.len() - 1)])
+    }
+
+    #[inline]
+    fn oldest(&self) -> Option<u64> {
+        self.nth(0)
     }
 
     #[inline]
     fn pop_oldest(&mut self) {
-        debug_assert!(self.start != self.end);
-        self.start += 1;
+        debug_assert!(self.len() > 0);
+        self.start = self.start.wrapping_add(1);
     }
 
     #[inline]
@@ -84,17 +85,17 @@ impl Pairs {
         }
         let mask = self.buf.len() - 1;
         self.buf[self.end & mask] = pair;
-        self.end += 1;
+        self.end = self.end.wrapping_add(1);
     }
 
     /// Moves the oldest pair to the newest end (in place: the length does not change).
     #[inline]
     fn rotate(&mut self) {
-        if self.start != self.end {
+        if self.len() > 0 {
             let mask = self.buf.len() - 1;
             self.buf[self.end & mask] = self.buf[self.start & mask];
-            self.start += 1;
-            self.end += 1;
+            self.start = self.start.wrapping_add(1);
+            self.end = self.end.wrapping_add(1);
         }
     }
 
@@ -103,7 +104,7 @@ impl Pairs {
         let mut buf = vec![0; (2 * self.buf.len()).max(16)].into_boxed_slice();
         let len = self.len();
         for (i, place) in buf.iter_mut().take(len).enumerate() {
-            *place = self.buf[(self.start + i) & (self.buf.len() - 1)];
+            *place = self.buf[self.start.wrapping_add(i) & (self.buf.len() - 1)];
         }
         (self.buf, self.start, self.end) = (buf, 0, len);
     }
@@ -112,11 +113,11 @@ impl Pairs {
     fn retain(&mut self, mut keep: impl FnMut(u64) -> bool) {
         let mask = self.buf.len().wrapping_sub(1);
         let mut kept = self.start;
-        for i in self.start..self.end {
-            let pair = self.buf[i & mask];
+        for i in 0..self.len() {
+            let pair = self.buf[self.start.wrapping_add(i) & mask];
             if keep(pair) {
                 self.buf[kept & mask] = pair;
-                kept += 1;
+                kept = kept.wrapping_add(1);
             }
         }
         self.end = kept;
@@ -385,6 +386,24 @@ mod tests {
             pairs.pop_oldest();
         }
         assert!(model.is_empty());
+    }
+
+    #[test]
+    fn pairs_survive_their_counters_wrapping() {
+        let mut pairs = Pairs::default();
+        (0..10).for_each(|p| pairs.push(p));
+        // Counters just short of wrapping (as after 2^64 pushes, or 2^32 on 32 bits), and
+        // still a multiple of the buffer's size apart from where they were.
+        let shift = 0usize.wrapping_sub(16);
+        (pairs.start, pairs.end) = (pairs.start.wrapping_add(shift), pairs.end.wrapping_add(shift));
+        (10..16).for_each(|p| pairs.push(p)); // `end` wraps to 0
+        let order = |pairs: &Pairs| (0..pairs.len()).map(|i| pairs.nth(i).unwrap()).collect::<Vec<_>>();
+        assert_eq!(order(&pairs), Vec::from_iter(0..16));
+        pairs.rotate();
+        pairs.retain(|p| p != 5);
+        assert_eq!(order(&pairs), [1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0]);
+        (16..30).for_each(|p| pairs.push(p));
+        assert_eq!((pairs.len(), pairs.oldest()), (29, Some(1)));
     }
 
     #[test]
