@@ -66,11 +66,12 @@
 //!
 //! * Buckets are grouped into lock *stripes*, each with a version word used as a seqlock.
 //!   Writers lock the (at most two) stripes they touch, in index order.
-//! * Lookups take no lock and write no shared memory: they read the two version stamps,
-//!   then the first bucket and, if it does not match, the second. A match is answered at
-//!   once (a writer stored it; a read torn by a concurrent write can at worst add a false
-//!   positive). A miss re-checks the stamps and retries if a writer intervened; after 16
-//!   failed tries the lookup locks, so it cannot starve.
+//! * Lookups take no lock and write no shared memory: they read the first bucket's version
+//!   stamp, then the bucket and, if it does not match, the second bucket's stamp, then
+//!   that bucket. A match is answered at once (a writer stored it; a read torn by a
+//!   concurrent write can at worst add a false positive). A miss re-checks the stamps and
+//!   retries if a writer intervened; after 16 failed tries the lookup locks, so it cannot
+//!   starve.
 //! * Every stored fingerprint is, at every instant, in one of its two buckets (or
 //!   windows), and every move happens in one lock hold over its source and destination.
 //!   Hence **a lookup for a key that was inserted and not removed never misses**,

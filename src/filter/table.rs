@@ -285,7 +285,9 @@ impl<S: Shape> Table<S> {
     /// validation, and the second bucket, and its stripe's stamp, are read only if the
     /// first did not match. "Neither" still holds at one instant: each bucket was as read
     /// from its stamp to the validation, and the second stamp is taken before the first
-    /// validation, so the two spans overlap.
+    /// validation, so the two spans overlap. The second stamp must also come before the
+    /// second bucket's read, and be validated: a key can move within its second window
+    /// under that window's stripe alone.
     #[inline]
     pub(crate) fn holds_either(&self, i1: usize, v1: u64, i2: usize, v2: u64) -> bool {
         let a = self.stripe(i1);
@@ -294,8 +296,9 @@ impl<S: Shape> Table<S> {
                 return true;
             }
             let b = self.stripe(i2);
+            let late = broken::LATE_SECOND_STAMP.then(|| self.load_bucket(i2));
             if let Some(sb) = b.optimistic_read() {
-                if self.lanes.matches(self.load_bucket(i2), v2).any() {
+                if self.lanes.matches(late.unwrap_or_else(|| self.load_bucket(i2)), v2).any() {
                     return true;
                 }
                 if (a.unchanged_since(sa) && b.unchanged_since(sb)) || broken::SKIP_VALIDATION {
