@@ -203,11 +203,8 @@ impl<K, V> Store<K, V> {
                 Some(e) if e.stamp == stamp && e.queue == queue => {
                     // Eviction often passes over this entry to the next ones: start
                     // loading one a few places on, so that its cache miss overlaps.
-                    if let Some(next) = ring.pairs.nth(LOOKAHEAD) {
-                        if let Some(slot) = self.slots.get((next >> 32) as usize) {
-                            prefetch(slot);
-                        }
-                    }
+                    let next = ring.pairs.nth(LOOKAHEAD);
+                    self.prefetch_pair(next);
                     return Some(index);
                 }
                 _ => ring.pairs.pop_oldest(),
@@ -219,10 +216,14 @@ impl<K, V> Store<K, V> {
     /// Starts loading the oldest entry of `queue` into the CPU cache.
     #[inline]
     pub(crate) fn prefetch_tail(&self, queue: Queue) {
-        if let Some(pair) = self.queues[queue as usize].pairs.oldest() {
-            if let Some(slot) = self.slots.get((pair >> 32) as usize) {
-                prefetch(slot);
-            }
+        self.prefetch_pair(self.queues[queue as usize].pairs.oldest());
+    }
+
+    /// Starts loading the slot a queue's `pair` names, if any.
+    #[inline]
+    fn prefetch_pair(&self, pair: Option<u64>) {
+        if let Some(slot) = pair.and_then(|pair| self.slots.get((pair >> 32) as usize)) {
+            prefetch(slot);
         }
     }
 
