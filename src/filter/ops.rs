@@ -64,6 +64,8 @@ impl<S: Shape> Table<S> {
     #[inline(never)]
     fn insert_in_pair(&self, p: Probe, unique: bool) -> Result<bool, Refused> {
         let lanes = self.lanes();
+        // A put into the second bucket, or a relocation out of it, writes its side bits.
+        self.prefetch_ext(p.i2);
         for _ in 0..MAX_ATTEMPTS {
             {
                 let locked = self.lock_pair(p.i1, p.i2)?;

@@ -115,6 +115,9 @@ pub(crate) fn find_path<S: Shape>(table: &Table<S>, roots: [usize; 2]) -> Option
         for lane in 0..S::SLOTS {
             let (hops, count) = moves(table, bucket, contents, lane);
             for &hop in &hops[..count] {
+                // If this move is the path, it writes the side bits of its destination:
+                // their cache miss then overlaps this read's.
+                table.prefetch_ext(hop.to);
                 if lanes.empties(table.load_bucket(hop.to)).any() {
                     let mut path = Path::EMPTY;
                     path.hops[0] = hop;
