@@ -6,10 +6,13 @@
 //! cargo run --release --example growth_tax                    # n = 1M, 5M and 50M
 //! cargo run --release --example growth_tax -- 5000000         # one n
 //! cargo run --release --example growth_tax -- 5000000 --doublings 2
+//! cargo run --release --example growth_tax -- 50000000 --deciles
 //! ```
 //!
 //! `--doublings D` lets the growable filter double D times (`max_capacity(n << D)`) instead
-//! of the default 4: what fewer doublings would save.
+//! of the default 4: what fewer doublings would save. `--deciles` fills one filter of each
+//! kind and prints the time per insert in each tenth of the fill, which shows where inserts
+//! differ: on the way in, or near full, where relocations start.
 //!
 //! Lookups (half present, half absent keys) run on 1 and 2 threads, and on every core when
 //! there are more, in 9 rounds that alternate between the two filters; inserts fill a fresh
@@ -71,6 +74,32 @@ fn lookup_round(f: &CuckooFilter, n: u64, lookups: u64, threads: u64, round: u64
     lookups as f64 / start.elapsed().as_secs_f64() / 1e6
 }
 
+/// Nanoseconds per insert in each tenth of filling a new filter with `n` keys.
+fn fill_deciles(n: usize, fixed: bool, doublings: Option<u32>) -> Vec<f64> {
+    let f = build(n, fixed, doublings);
+    let tenth = n as u64 / 10;
+    (0..10)
+        .map(|d| {
+            let start = Instant::now();
+            for i in d * tenth..(d + 1) * tenth {
+                f.insert(&key(i)).expect("a filter holds its capacity");
+            }
+            start.elapsed().as_nanos() as f64 / tenth as f64
+        })
+        .collect()
+}
+
+fn deciles(n: usize, doublings: Option<u32>) {
+    println!();
+    println!("## n = {n}: ns per insert in each tenth of the fill");
+    println!("| filter | {} |", (1..=10).map(|d| format!("{}%", d * 10)).collect::<Vec<_>>().join(" | "));
+    println!("|---|{}", "---|".repeat(10));
+    for (name, fixed) in [("default", false), ("fixed", true)] {
+        let times = fill_deciles(n, fixed, doublings);
+        println!("| {name} | {} |", times.iter().map(|t| format!("{t:.0}")).collect::<Vec<_>>().join(" | "));
+    }
+}
+
 fn measure(n: usize, doublings: Option<u32>) {
     let mut inserts = Vec::new();
     let mut filters = None;
@@ -115,10 +144,10 @@ fn measure(n: usize, doublings: Option<u32>) {
 
 fn main() {
     let usage = || -> ! {
-        eprintln!("usage: growth_tax [N] [--doublings D]  (D from 1 to 4)");
+        eprintln!("usage: growth_tax [N] [--doublings D] [--deciles]  (D from 1 to 4)");
         std::process::exit(2)
     };
-    let (mut sizes, mut doublings) = (Vec::new(), None);
+    let (mut sizes, mut doublings, mut by_decile) = (Vec::new(), None, false);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -126,16 +155,20 @@ fn main() {
                 Some(d @ 1..=4) => doublings = Some(d),
                 _ => usage(),
             },
+            "--deciles" => by_decile = true,
             n => sizes.push(n.parse().unwrap_or_else(|_| usage())),
         }
     }
     if sizes.is_empty() {
         sizes = vec![1_000_000, 5_000_000, 50_000_000];
     }
-    println!(
-        "Default-built (growable) against fixed-size filters, ε = {EPSILON}; medians of per-round ratios"
-    );
+    let method = if by_decile { "one fill each" } else { "medians of per-round ratios" };
+    println!("Default-built (growable) against fixed-size filters, ε = {EPSILON}; {method}");
     for n in sizes {
-        measure(n, doublings);
+        if by_decile {
+            deciles(n, doublings);
+        } else {
+            measure(n, doublings);
+        }
     }
 }
