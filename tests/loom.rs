@@ -137,18 +137,24 @@ fn reader_finds_key_relocated_back_to_its_first_bucket() {
     model(|| reader_races_relocation(relocation_back_setup()));
 }
 
-/// A windowed filter of one group: 63 windows of 2 over 64 slots, 7-bit fingerprints.
-/// Windows are numbered by their first slot.
-fn tiny_windows() -> CuckooFilter {
+/// A windowed filter of `groups` groups of 64 slots, a stripe each, with 7-bit
+/// fingerprints. Windows are numbered by their first slot.
+fn windows(groups: usize) -> CuckooFilter {
     let f = CuckooFilter::builder()
-        .capacity(50)
+        .capacity(50 * groups)
         .false_positive_rate(0.01)
         .layout(Layout::Windows)
+        .stripes(groups)
         .seed(SEED)
         .build()
         .unwrap();
-    assert_eq!((f.capacity(), f.stats().stripes), (64, 1));
+    assert_eq!((f.capacity(), f.stats().stripes), (64 * groups, groups));
     f
+}
+
+/// A windowed filter of one group: 63 windows of 2 over 64 slots.
+fn tiny_windows() -> CuckooFilter {
+    windows(1)
 }
 
 /// Whether windows `windows` share no slot.
@@ -217,15 +223,7 @@ fn reader_finds_key_moved_within_its_window() {
 /// and the first slot of `y` is free; `e`'s first window, in the other stripe, and `b`'s
 /// second window `z` are full.
 fn second_window_setup() -> (CuckooFilter, u64, u64, Vec<u64>) {
-    let f = CuckooFilter::builder()
-        .capacity(100)
-        .false_positive_rate(0.01)
-        .layout(Layout::Windows)
-        .stripes(2)
-        .seed(SEED)
-        .build()
-        .unwrap();
-    assert_eq!((f.capacity(), f.stats().stripes), (128, 2));
+    let f = windows(2);
     let bits = f.stats().slot_bits as usize;
     let straddles = |slot: usize| slot * bits / 64 != (slot * bits + bits - 1) / 64;
     let e = key_where(&f, 1_000_000, |[i1, y]| {
