@@ -230,7 +230,8 @@ impl<K, V> Store<K, V> {
     /// Stores an entry for a key that is absent, at the head of `queue`.
     #[inline]
     pub(crate) fn insert(&mut self, key: K, value: V, hash: u64, weight: u32, queue: Queue) -> u32 {
-        let entry = Entry { key, value, hash, freq: AtomicU8::new(0), queue, stamp: 0 };
+        let stamp = self.new_stamp();
+        let entry = Entry { key, value, hash, freq: AtomicU8::new(0), queue, stamp };
         let index = match self.free.pop() {
             Some(index) => {
                 self.slots[index as usize] = Some(entry);
@@ -248,27 +249,31 @@ impl<K, V> Store<K, V> {
         }
         let slots = &self.slots;
         self.table.insert_unique(hash, index, |&i| slots[i as usize].as_ref().map_or(0, |e| e.hash));
-        self.link(index, queue);
+        self.join(index, queue, stamp, u64::from(weight));
         index
     }
 
     /// Removes the entry at `index`, returning it.
     #[inline(always)]
     pub(crate) fn remove(&mut self, index: u32) -> Entry<K, V> {
-        self.unlink(index);
-        let hash = self.entry(index).hash;
-        if let Ok(slot) = self.table.find_entry(hash, |&i| i == index) {
+        let entry = self.slots[index as usize].take().expect("indices handed out name occupied slots");
+        self.leave(index, entry.queue, entry.stamp, u64::from(self.weight_of(index)));
+        if let Ok(slot) = self.table.find_entry(entry.hash, |&i| i == index) {
             slot.remove();
         }
         self.free.push(index);
-        self.slots[index as usize].take().expect("indices handed out name occupied slots")
+        entry
     }
 
     /// Moves the entry at `index` to the head of `queue`.
     #[inline]
     pub(crate) fn requeue(&mut self, index: u32, queue: Queue) {
-        self.unlink(index);
-        self.link(index, queue);
+        let (stamp, weight) = (self.new_stamp(), u64::from(self.weight_of(index)));
+        let entry = self.entry_mut(index);
+        let (old_queue, old_stamp) = (entry.queue, entry.stamp);
+        (entry.queue, entry.stamp) = (queue, stamp);
+        self.leave(index, old_queue, old_stamp, weight);
+        self.join(index, queue, stamp, weight);
     }
 
     /// Moves the oldest entry of `queue`, which [`Store::tail`] just returned, to the
@@ -294,15 +299,18 @@ impl<K, V> Store<K, V> {
         }
     }
 
-    /// Puts the entry at `index` at the head of `queue`, with a new stamp.
+    /// A stamp no entry holds yet.
     #[inline(always)]
-    fn link(&mut self, index: u32, queue: Queue) {
+    fn new_stamp(&mut self) -> u32 {
         let stamp = self.next_stamp;
         self.next_stamp = stamp.wrapping_add(1);
-        let weight = u64::from(self.weight_of(index));
-        let entry = self.entry_mut(index);
-        entry.queue = queue;
-        entry.stamp = stamp;
+        stamp
+    }
+
+    /// Puts the entry at `index`, already given `queue` and `stamp`, at the head of
+    /// `queue`.
+    #[inline(always)]
+    fn join(&mut self, index: u32, queue: Queue, stamp: u32, weight: u64) {
         let ring = &mut self.queues[queue as usize];
         ring.pairs.push(u64::from(index) << 32 | u64::from(stamp));
         ring.live += 1;
@@ -312,12 +320,10 @@ impl<K, V> Store<K, V> {
         }
     }
 
-    /// Takes the entry at `index` off its queue's count (its pair goes stale, and its
-    /// stamp changes when it enters a queue again).
+    /// Takes the entry at `index`, which was on `queue` with `stamp`, off that queue's
+    /// count (its pair goes stale, and a new stamp marks its next place).
     #[inline(always)]
-    fn unlink(&mut self, index: u32) {
-        let entry = self.entry(index);
-        let (queue, weight, stamp) = (entry.queue, u64::from(self.weight_of(index)), entry.stamp);
+    fn leave(&mut self, index: u32, queue: Queue, stamp: u32, weight: u64) {
         let ring = &mut self.queues[queue as usize];
         ring.live -= 1;
         ring.weight -= weight;
