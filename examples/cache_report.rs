@@ -22,9 +22,10 @@
 //! default (cuckoo-gate, 16 shards per core, and quick_cache, 4 per core) S shards each.
 //!
 //! `--only NAME` runs one cache alone, single-threaded, on the get-heavy workload (or the
-//! one `--workload` names: the warm-up and three rounds), and prints its time and hit
-//! ratio: the loop to profile or to count instructions in (`valgrind --tool=callgrind`),
-//! with nothing else in the way but generating the requests.
+//! one `--workload` names: the warm-up and three rounds, with `--shards` if given), and
+//! prints its time and hit ratio: the loop to profile or to count instructions in
+//! (`valgrind --tool=callgrind`), with nothing else in the way but generating the
+//! requests. It takes no `--rounds` or `--threads`.
 
 mod common;
 use common::median;
@@ -39,11 +40,11 @@ fn timed_round(cache: &dyn caches::Cache, workload: &str, requests: &[u64], thre
 }
 
 /// One cache alone, for a profiler: the warm-up and three rounds of `workload` on one
-/// thread.
-fn profile(name: &str, workload: &str) {
+/// thread, with `shards` shards if set.
+fn profile(name: &str, workload: &str, shards: Option<usize>) {
     let requests = zipf_requests(4 * OPS);
     let (warm, timed) = requests.split_at(OPS);
-    let caches = peers();
+    let caches = peers_sharded(shards);
     let (_, cache) = caches.iter().find(|(peer, _)| *peer == name).expect("a known cache");
     round(&**cache, workload, warm, 1);
     let start = std::time::Instant::now();
@@ -55,7 +56,7 @@ fn profile(name: &str, workload: &str) {
 }
 
 fn main() {
-    let mut rounds = 9;
+    let mut rounds = None;
     let mut only = None;
     let mut threads = None;
     let mut shards = None;
@@ -63,7 +64,7 @@ fn main() {
     let names: Vec<&str> = peers().iter().map(|(name, _)| *name).collect();
     let usage = || -> ! {
         eprintln!(
-            "usage: cache_report [--rounds N] [--threads T] [--shards S] [--only {} [--workload {}]]",
+            "usage: cache_report [--rounds N] [--threads T] [--shards S]\n       cache_report [--shards S] --only {} [--workload {}]",
             names.join("|"),
             WORKLOADS.join("|")
         );
@@ -73,7 +74,7 @@ fn main() {
     while let Some(arg) = args.next() {
         let value = args.next().unwrap_or_default();
         match (arg.as_str(), value.parse::<usize>()) {
-            ("--rounds", Ok(n)) if n > 0 => rounds = n,
+            ("--rounds", Ok(n)) if n > 0 => rounds = Some(n),
             ("--threads", Ok(t)) if t > 0 => threads = Some(t),
             ("--shards", Ok(s)) if s > 0 => shards = Some(s),
             ("--only", _) if names.contains(&value.as_str()) => only = Some(value),
@@ -84,8 +85,12 @@ fn main() {
         }
     }
     if let Some(name) = only {
-        return profile(&name, workload);
+        if rounds.is_some() || threads.is_some() {
+            usage();
+        }
+        return profile(&name, workload, shards);
     }
+    let rounds = rounds.unwrap_or(9);
     let threads = threads.map_or_else(common::thread_counts, |t| vec![t]);
     let requests = zipf_requests(4 * OPS);
     let (warm, timed) = requests.split_at(OPS);
