@@ -7,6 +7,7 @@
 //! steps that need more than a skipped check live here.
 
 use crate::filter::{Frozen, Hop, Locked, Probe, Shape, Table};
+use crate::primitive::{AtomicU64, Ordering};
 
 /// A reader trusts its optimistic loads without re-checking the stripe stamps.
 pub(crate) const SKIP_VALIDATION: bool = cfg!(cuckoo_gate_broken = "skip_validation");
@@ -28,6 +29,9 @@ pub(crate) const UNSTAMPED_REMOVE: bool = cfg!(cuckoo_gate_broken = "unstamped_r
 pub(crate) const DOUBLE_ROTATION: bool = cfg!(cuckoo_gate_broken = "double_rotation");
 /// A cache shard's reader goes in even while a writer holds the lock.
 pub(crate) const READER_IGNORES_WRITER: bool = cfg!(cuckoo_gate_broken = "reader_ignores_writer");
+/// A cache shard's reader drains the hits counted in the lock's state without taking the
+/// write lock.
+pub(crate) const UNLOCKED_DRAIN: bool = cfg!(cuckoo_gate_broken = "unlocked_drain");
 
 /// [`SPLIT_MOVE`]: moves `hop`'s entry to slot `free` of `to` (lane value `moved`) in two
 /// lock holds, so a reader between them finds the entry in neither bucket.
@@ -83,4 +87,13 @@ pub(crate) fn remove_unstamped<S: Shape>(table: &Table<S>, p: Probe) -> bool {
     }
     table.stripe(bucket).add_items(-1);
     true
+}
+
+/// [`UNLOCKED_DRAIN`]: moves the hits counted in the top half of a shard lock's `state` to
+/// `drained` with a load and two separate updates, so two readers draining at once both
+/// move the same hits.
+pub(crate) fn unlocked_drain(state: &AtomicU64, drained: &AtomicU64) {
+    let hits = state.load(Ordering::Relaxed) >> 32;
+    drained.fetch_add(hits, Ordering::Relaxed);
+    state.fetch_sub(hits << 32, Ordering::Relaxed);
 }

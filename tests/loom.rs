@@ -20,6 +20,7 @@
 //! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="unstamped_remove"' ...
 //! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="double_rotation"' ...
 //! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="reader_ignores_writer"' ...
+//! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="unlocked_drain"' ...
 //! ```
 //!
 //! Tables are tiny (3 buckets of 4 slots, or one group of 63 windows, one stripe) and keys
@@ -564,6 +565,34 @@ fn cache_reader_and_writer_never_overlap() {
         writer.join().unwrap();
         assert!(matches!(seen, Some(10 | 11)), "a reader saw {seen:?}");
         assert_eq!(cache.get(&1), Some(11));
+    });
+}
+
+/// Hits counted in a cache shard's lock word by readers on three threads: the reader that
+/// brings the count to the drain mark (two hits under loom) moves it out under the write
+/// lock, and no hit is lost or counted twice, whichever reader gets there and whatever
+/// runs in between.
+#[test]
+#[cfg_attr(cuckoo_gate_broken = "unlocked_drain", should_panic(expected = "hits lost or counted twice"))]
+fn cache_hits_survive_their_drain() {
+    model(|| {
+        let cache = Arc::new(
+            cuckoo_gate::AdmissionCache::builder().capacity(4).shards(1).seed(SEED).build().unwrap(),
+        );
+        cache.insert(1u64, 1u64);
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let cache = cache.clone();
+                thread::spawn(move || cache.get(&1))
+            })
+            .collect();
+        let mine = cache.get(&1);
+        for reader in readers {
+            assert_eq!(reader.join().unwrap(), Some(1));
+        }
+        assert_eq!(mine, Some(1));
+        let stats = cache.stats();
+        assert_eq!((stats.hits, stats.misses), (3, 0), "hits lost or counted twice");
     });
 }
 

@@ -8,20 +8,38 @@
 //! that new readers step back and a stream of readers cannot starve it; waiters spin a
 //! little, then yield. No poisoning: a panic under the lock releases it, and the shard's
 //! code keeps its state whole across user code (see `shard.rs`).
+//!
+//! The lock also counts the cache's hits, for free: a reader that found its key releases
+//! the lock with one `fetch_add` that takes its hold off the low half of the state and
+//! adds one to the top half, which counts hits since the last writer. Readers cannot
+//! count while a writer holds the lock, so the writer that takes it moves the count to
+//! `drained` in the same compare-and-swap. So that the count never wraps where writes are
+//! rare, a reader whose hit brings it to [`DRAIN_AT`] takes the write lock once to drain
+//! it; until that is done every later hit does the same, so a stalled reader delays the
+//! drain by at most one hit per thread.
 
 use crate::broken;
-use crate::primitive::{AtomicUsize, Backoff, LockCell, Ordering, SharedRef, UniqueRef};
+use crate::primitive::{AtomicU64, Backoff, LockCell, Ordering, SharedRef, UniqueRef};
 
 /// Held by a writer.
-const WRITER: usize = 1;
+const WRITER: u64 = 1;
 /// A writer waits: readers arriving step back.
-const WAITING: usize = 2;
-/// One reader (the readers' count is the state over this).
-const READER: usize = 4;
+const WAITING: u64 = 2;
+/// One reader (the readers' count is the low half over this).
+const READER: u64 = 4;
+/// One hit (the hits' count is the top half).
+const HIT: u64 = 1 << 32;
+/// The low half: the writer's bits and the readers.
+const HELD: u64 = HIT - 1;
+/// Hits counted in the state that a reader drains: half the top half's range (2 under
+/// loom, so that the models reach it).
+const DRAIN_AT: u64 = if cfg!(cuckoo_gate_loom) { 2 } else { 1 << 31 };
 
 /// A reader-writer lock for a shard.
 pub(crate) struct ShardLock<T> {
-    state: AtomicUsize,
+    state: AtomicU64,
+    /// Hits moved out of the state; written only by the writer holding the lock.
+    drained: AtomicU64,
     value: LockCell<T>,
 }
 
@@ -48,7 +66,7 @@ pub(crate) struct WriteGuard<'a, T> {
 
 impl<T> ShardLock<T> {
     pub(crate) fn new(value: T) -> Self {
-        ShardLock { state: AtomicUsize::new(0), value: LockCell::new(value) }
+        ShardLock { state: AtomicU64::new(0), drained: AtomicU64::new(0), value: LockCell::new(value) }
     }
 
     /// Shared access; waits while a writer holds the lock or waits for it.
@@ -80,34 +98,55 @@ impl<T> ShardLock<T> {
     /// Exclusive access; waits for the readers and any other writer.
     #[inline]
     pub(crate) fn write(&self) -> WriteGuard<'_, T> {
-        if self.state.compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            self.write_slow();
+        let state = self.state.load(Ordering::Relaxed);
+        let taken = if state & HELD == 0
+            && self.state.compare_exchange(state, WRITER, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        {
+            state
+        } else {
+            self.write_slow()
+        };
+        // The swap cleared the hits counted since the last writer; none can be counted
+        // while this writer holds the lock.
+        if taken >= HIT {
+            self.drained.store(self.drained.load(Ordering::Relaxed) + (taken >> 32), Ordering::Relaxed);
         }
         WriteGuard { lock: self, value: std::mem::ManuallyDrop::new(self.value.unique()) }
     }
 
     /// Announces itself (new readers step back), then takes the lock once the readers
-    /// inside have left. Taking it clears the announcement; other waiting writers make
-    /// theirs again.
+    /// inside have left, returning the state it replaced. Taking it clears the
+    /// announcement; other waiting writers make theirs again.
     #[cold]
     #[inline(never)]
-    fn write_slow(&self) {
+    fn write_slow(&self) -> u64 {
         let mut backoff = Backoff::new();
         loop {
             let state = self.state.load(Ordering::Relaxed);
-            if state & !WAITING == 0 {
+            if state & HELD & !WAITING == 0 {
                 if self
                     .state
                     .compare_exchange_weak(state, WRITER, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
                 {
-                    return;
+                    return state;
                 }
             } else if state & WAITING == 0 {
                 self.state.fetch_or(WAITING, Ordering::Relaxed);
             }
             backoff.snooze();
         }
+    }
+
+    /// Moves the hits counted in the state to `drained`, as [`ReadGuard::release_hit`]
+    /// asks.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn drain_hits(&self) {
+        if broken::UNLOCKED_DRAIN {
+            return broken::unlocked_drain(&self.state, &self.drained);
+        }
+        drop(self.write());
     }
 }
 
@@ -120,6 +159,36 @@ impl<T> std::ops::Deref for ReadGuard<'_, T> {
         // SAFETY: this reader is counted in the state with no writer holding the lock, and
         // no writer takes it until the count is zero, so no `&mut T` exists meanwhile.
         unsafe { self.value.get() }
+    }
+}
+
+impl<T> ReadGuard<'_, T> {
+    /// Releases the hold, counting a hit. `true` if the hits counted in the state have
+    /// reached [`DRAIN_AT`]: the caller then calls [`ShardLock::drain_hits`].
+    #[inline]
+    #[must_use]
+    #[allow(unsafe_code)]
+    pub(crate) fn release_hit(self) -> bool {
+        let mut this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: dropped once, here, and not used after; `this` is never dropped, so the
+        // hold is released once, below, and not again by `Drop`.
+        unsafe { std::mem::ManuallyDrop::drop(&mut this.value) };
+        let before = this.lock.state.fetch_add(HIT.wrapping_sub(READER), Ordering::Release);
+        before >> 32 >= DRAIN_AT - 1
+    }
+
+    /// Hits counted by this lock: drained, and in the state. Exact while this hold keeps
+    /// writers out (the count in the state only grows meanwhile).
+    pub(crate) fn hits(&self) -> u64 {
+        self.lock.drained.load(Ordering::Relaxed) + (self.lock.state.load(Ordering::Relaxed) >> 32)
+    }
+}
+
+impl<T> WriteGuard<'_, T> {
+    /// Counts a hit found under the write lock.
+    pub(crate) fn count_hit(&self) {
+        let drained = &self.lock.drained;
+        drained.store(drained.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
 }
 
@@ -169,7 +238,7 @@ impl<T> Drop for WriteGuard<'_, T> {
 
 #[cfg(all(test, not(cuckoo_gate_loom)))]
 mod tests {
-    use super::ShardLock;
+    use super::{Ordering, ShardLock, DRAIN_AT, HIT};
 
     #[test]
     fn readers_share_and_a_writer_excludes() {
@@ -177,11 +246,62 @@ mod tests {
         {
             let (a, b) = (lock.read(), lock.read());
             assert_eq!(*a + *b, 2);
-            assert_eq!(lock.state.load(super::Ordering::Relaxed), 2 * super::READER);
+            assert_eq!(lock.state.load(Ordering::Relaxed), 2 * super::READER);
         }
         *lock.write() += 1;
         assert_eq!(*lock.read(), 2);
-        assert_eq!(lock.state.load(super::Ordering::Relaxed), 0, "every hold released");
+        assert_eq!(lock.state.load(Ordering::Relaxed), 0, "every hold released");
+    }
+
+    #[test]
+    fn hits_are_counted_in_the_state_and_drained_by_writers() {
+        let lock = ShardLock::new(0);
+        assert!(!lock.read().release_hit());
+        assert!(!lock.read().release_hit());
+        assert_eq!(lock.state.load(Ordering::Relaxed), 2 * HIT, "two hits, no hold");
+        assert_eq!(lock.read().hits(), 2);
+        drop(lock.write());
+        assert_eq!(lock.state.load(Ordering::Relaxed), 0, "the writer took the count");
+        assert_eq!(lock.read().hits(), 2);
+        lock.write().count_hit();
+        assert_eq!(lock.read().hits(), 3);
+    }
+
+    #[test]
+    fn the_hit_that_reaches_the_mark_asks_for_a_drain() {
+        let lock = ShardLock::new(0);
+        lock.state.store((DRAIN_AT - 2) << 32, Ordering::Relaxed);
+        assert!(!lock.read().release_hit());
+        assert!(lock.read().release_hit(), "the count reached the mark");
+        assert!(lock.read().release_hit(), "until it is drained, every hit asks");
+        assert_eq!(lock.read().hits(), DRAIN_AT + 1);
+        lock.drain_hits();
+        assert_eq!(lock.state.load(Ordering::Relaxed), 0);
+        assert_eq!((lock.read().hits(), lock.drained.load(Ordering::Relaxed)), (DRAIN_AT + 1, DRAIN_AT + 1));
+        assert!(!lock.read().release_hit());
+    }
+
+    #[test]
+    fn racing_readers_and_writers_count_every_hit() {
+        let (threads, rounds) = if cfg!(miri) { (3, 20) } else { (4, 20_000) };
+        let lock = ShardLock::new(0u64);
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let lock = &lock;
+                s.spawn(move || {
+                    for i in 0..rounds {
+                        if (i + t) % 8 == 0 {
+                            *lock.write() += 1;
+                        } else if lock.read().release_hit() {
+                            lock.drain_hits();
+                        }
+                    }
+                });
+            }
+        });
+        let writes: u64 = (0..threads).map(|t| (0..rounds).filter(|i| (i + t) % 8 == 0).count() as u64).sum();
+        let held = lock.read();
+        assert_eq!((*held, held.hits()), (writes, threads as u64 * rounds as u64 - writes));
     }
 
     #[test]

@@ -3,14 +3,15 @@
 //! * `store.rs`: a shard's entries (hash table, slab, queues).
 //! * `policy.rs`: the admission and eviction policies.
 //! * `ghost.rs`: S3-FIFO's ghost queue, a shard's own two-generation cuckoo filter.
-//! * `lock.rs`: the shards' reader-writer lock.
+//! * `lock.rs`: the shards' reader-writer lock, which also counts their hits.
 //! * `shard.rs`: one shard's operations, and what leaves it.
 //!
 //! Each operation hashes its key once; the hash picks the shard, finds the entry in the
 //! shard's table and stands for the key in the gate or the shard's ghosts. Lookups take
 //! the shard's read lock (except under LRU), writes its write lock, and what leaves a
 //! shard is dropped after the lock is released. Under S3-FIFO the shards share one
-//! adaptive split, whose mutex a write takes briefly for a sampled key.
+//! adaptive split, whose mutex a write takes briefly for a sampled key. A hit is counted
+//! by the atomic add that releases the shard's read lock; misses on per-thread stripes.
 
 #[cfg(feature = "metrics")]
 mod metrics;
@@ -134,8 +135,8 @@ pub struct AdmissionCache<K, V> {
     policy: AdmissionPolicy,
     capacity: u64,
     weigher: Option<Weigher<K, V>>,
-    /// Hit and miss counts.
-    lookups: Tally<2>,
+    /// Misses (each shard's lock counts its hits).
+    misses: Tally<1>,
     #[cfg(feature = "metrics")]
     metrics: Option<metrics::CacheMetrics>,
 }
@@ -430,7 +431,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
             policy: self.policy,
             capacity,
             weigher: self.weigher,
-            lookups: Tally::new(stripes),
+            misses: Tally::new(stripes),
             #[cfg(feature = "metrics")]
             metrics: self.metrics_name.as_deref().map(metrics::CacheMetrics::new),
         })
@@ -461,11 +462,6 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         &self.shards[index as usize]
     }
 
-    #[inline]
-    fn count_lookup(&self, hit: bool) {
-        self.lookups.add(usize::from(!hit));
-    }
-
     /// The value of `key`. A hit takes the key's shard's read lock (its write lock under
     /// [`AdmissionPolicy::Always`], which reorders the shard's LRU list).
     ///
@@ -485,10 +481,28 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         let hash = self.hasher.hash_one(key);
         let shard = self.shard(hash);
         let found = match self.policy {
-            AdmissionPolicy::Always => shard.write().get_mut(hash, key),
-            _ => shard.read().get(hash, key),
+            AdmissionPolicy::Always => {
+                let mut held = shard.write();
+                let found = held.get_mut(hash, key);
+                if found.is_some() {
+                    held.count_hit();
+                }
+                found
+            }
+            _ => {
+                let held = shard.read();
+                let found = held.get(hash, key);
+                // A hit is counted as the hold is released (a panic in user code above
+                // releases it uncounted).
+                if found.is_some() && held.release_hit() {
+                    shard.drain_hits();
+                }
+                found
+            }
         };
-        self.count_lookup(found.is_some());
+        if found.is_none() {
+            self.misses.add(0);
+        }
         found
     }
 
@@ -676,11 +690,11 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
 
     /// Counters and entries, with each shard read once.
     fn snapshot(&self) -> (CacheStats, usize) {
-        let mut total =
-            CacheStats { hits: self.lookups.sum(0), misses: self.lookups.sum(1), ..CacheStats::default() };
+        let mut total = CacheStats { misses: self.misses.sum(0), ..CacheStats::default() };
         let mut entries = 0;
         for shard in self.shards.iter() {
             let shard = shard.read();
+            total.hits += shard.hits();
             let Counters { admitted, rejected, evictions } = shard.counters;
             total.admitted += admitted;
             total.rejected += rejected;
