@@ -93,27 +93,30 @@ impl Ghosts {
     /// Where the key of `hash` may be, its buckets starting to load into the CPU cache.
     #[inline]
     pub(crate) fn place(&self, hash: u64) -> Place {
-        let place = self.locate(hash);
+        let (fp, i1) = self.first(hash);
+        let place = Place { fp, i1, i2: self.other(i1, fp) };
         prefetch(&self.buckets[place.i1]);
         prefetch(&self.buckets[place.i2]);
         place
     }
 
+    /// The fingerprint and first bucket of the key of `hash`.
     #[inline]
-    fn locate(&self, hash: u64) -> Place {
+    fn first(&self, hash: u64) -> (u16, usize) {
         // The shard and the cache's table use the low half and the top 7 bits; mixing
         // every bit keeps the ghost's buckets independent of both.
         let mixed = hash.wrapping_mul(MIX);
-        let fp = (mixed >> 48) as u16 | 1;
-        let i1 = (mixed >> 16) as usize & self.mask;
-        Place { fp, i1, i2: self.other(i1, fp) }
+        ((mixed >> 48) as u16 | 1, (mixed >> 16) as usize & self.mask)
     }
 
     /// Remembers the key of `hash`.
     #[inline(always)]
     pub(crate) fn record(&mut self, hash: u64) {
-        let place = self.locate(hash);
-        if let Some(homeless) = self.insert(place) {
+        let (fp, i1) = self.first(hash);
+        // Most fingerprints fit their first bucket: the second is found only when needed.
+        let homeless =
+            if self.put(i1, fp) { None } else { self.insert(Place { fp, i1, i2: self.other(i1, fp) }) };
+        if let Some(homeless) = homeless {
             self.rotate();
             // A fresh generation has room: its two buckets are empty.
             let _ = self.insert(homeless);
