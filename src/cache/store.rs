@@ -62,14 +62,24 @@ impl Pairs {
     }
 
     /// The pair `ahead` places after the oldest, if there is one.
-    #[inline]
+    #[cfg(test)]
     fn nth(&self, ahead: usize) -> Option<u64> {
         (ahead < self.len()).then(|| self.buf[self.start.wrapping_add(ahead) & (self.buf.len() - 1)])
     }
 
     #[inline]
     fn oldest(&self) -> Option<u64> {
-        self.nth(0)
+        if self.start == self.end {
+            return None;
+        }
+        self.buf.get(self.start & self.buf.len().wrapping_sub(1)).copied()
+    }
+
+    /// The pair `ahead` places after the oldest, or past the newest an old value of the
+    /// buffer (or nothing, in an empty one): a hint for prefetching, not a queue entry.
+    #[inline]
+    fn hint(&self, ahead: usize) -> Option<u64> {
+        self.buf.get(self.start.wrapping_add(ahead) & self.buf.len().wrapping_sub(1)).copied()
     }
 
     #[inline]
@@ -203,7 +213,7 @@ impl<K, V> Store<K, V> {
                 Some(e) if e.stamp == stamp && e.queue == queue => {
                     // Eviction often passes over this entry to the next ones: start
                     // loading one a few places on, so that its cache miss overlaps.
-                    let next = ring.pairs.nth(LOOKAHEAD);
+                    let next = ring.pairs.hint(LOOKAHEAD);
                     self.prefetch_pair(next);
                     return Some(index);
                 }
