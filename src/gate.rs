@@ -441,7 +441,8 @@ impl SeenBefore {
             stripe.store(0, Ordering::Relaxed);
         }
         generations.current = older;
-        generations.rotations += 1;
+        // Compared for equality only; a restored snapshot may carry any count.
+        generations.rotations = generations.rotations.wrapping_add(1);
     }
 
     /// Writes a snapshot of the gate (both generations and the aging state) to `writer`;

@@ -335,6 +335,25 @@ fn snapshots_follow_each_other_in_one_stream() {
     assert!(reader.is_empty());
 }
 
+/// A snapshot may carry any rotation count, the largest included: the next rotation wraps
+/// it rather than overflow (found by the fuzzer, which builds with overflow checks).
+#[test]
+fn a_gate_restored_at_the_last_rotation_count_keeps_rotating() {
+    let gate = SeenBefore::builder().capacity(4).seed(4).build().unwrap();
+    let mut bytes = gate_snapshot(&gate);
+    // The gate's fields follow the header: capacity, recordings, rotations (u64 each).
+    let capacity = (0..32).find(|&i| bytes[i..i + 8] == 4u64.to_le_bytes()).unwrap();
+    let rotations = capacity + 16;
+    assert_eq!(bytes[rotations..rotations + 8], 0u64.to_le_bytes());
+    bytes[rotations..rotations + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+    reseal(&mut bytes);
+    let restored = SeenBefore::restore(&mut bytes.as_slice()).unwrap();
+    assert_eq!(restored.stats().rotations, u64::MAX);
+    (0..4u64).for_each(|k| restored.record(&k));
+    assert_eq!(restored.stats().rotations, 0, "the count wrapped");
+    assert!(restored.contains(&3), "the gate still remembers");
+}
+
 #[test]
 fn the_gate_round_trips_with_its_aging_state() {
     let gate = SeenBefore::builder().capacity(100).seed(4).build().unwrap();
