@@ -43,14 +43,19 @@ fn build(n: usize, fixed: bool, doublings: Option<u32>) -> CuckooFilter {
     .expect("a valid configuration")
 }
 
+/// Seconds taken to insert the keys numbered `keys` into `f`.
+fn insert_keys(f: &CuckooFilter, keys: std::ops::Range<u64>) -> f64 {
+    let start = Instant::now();
+    for i in keys {
+        f.insert(&key(i)).expect("a filter holds its capacity");
+    }
+    start.elapsed().as_secs_f64()
+}
+
 /// Million inserts per second filling a new filter with `n` keys.
 fn fill(n: usize, fixed: bool, doublings: Option<u32>) -> (CuckooFilter, f64) {
     let f = build(n, fixed, doublings);
-    let start = Instant::now();
-    for i in 0..n as u64 {
-        f.insert(&key(i)).expect("a filter holds its capacity");
-    }
-    let mops = n as f64 / start.elapsed().as_secs_f64() / 1e6;
+    let mops = n as f64 / insert_keys(&f, 0..n as u64) / 1e6;
     (f, mops)
 }
 
@@ -78,15 +83,7 @@ fn lookup_round(f: &CuckooFilter, n: u64, lookups: u64, threads: u64, round: u64
 fn fill_deciles(n: usize, fixed: bool, doublings: Option<u32>) -> Vec<f64> {
     let f = build(n, fixed, doublings);
     let tenth = n as u64 / 10;
-    (0..10)
-        .map(|d| {
-            let start = Instant::now();
-            for i in d * tenth..(d + 1) * tenth {
-                f.insert(&key(i)).expect("a filter holds its capacity");
-            }
-            start.elapsed().as_nanos() as f64 / tenth as f64
-        })
-        .collect()
+    (0..10).map(|d| insert_keys(&f, d * tenth..(d + 1) * tenth) * 1e9 / tenth as f64).collect()
 }
 
 fn deciles(n: usize, doublings: Option<u32>) {

@@ -546,6 +546,11 @@ fn gate_rotation_happens_once_per_full_generation() {
     });
 }
 
+/// A cache of 4 entries in one shard, shared by the model's threads.
+fn one_shard_cache() -> Arc<cuckoo_gate::AdmissionCache<u64, u64>> {
+    Arc::new(cuckoo_gate::AdmissionCache::builder().capacity(4).shards(1).seed(SEED).build().unwrap())
+}
+
 /// A cache shard's reader against its writer: a `get` racing an update of the same key
 /// sees the old value or the new one, and never reads the shard while the writer changes
 /// it (loom's cells fail the model on any such overlap).
@@ -553,9 +558,7 @@ fn gate_rotation_happens_once_per_full_generation() {
 #[cfg_attr(cuckoo_gate_broken = "reader_ignores_writer", should_panic(expected = "Causality violation"))]
 fn cache_reader_and_writer_never_overlap() {
     model(|| {
-        let cache = Arc::new(
-            cuckoo_gate::AdmissionCache::builder().capacity(4).shards(1).seed(SEED).build().unwrap(),
-        );
+        let cache = one_shard_cache();
         cache.insert(1u64, 10u64);
         let writer = {
             let cache = cache.clone();
@@ -576,9 +579,7 @@ fn cache_reader_and_writer_never_overlap() {
 #[cfg_attr(cuckoo_gate_broken = "unlocked_drain", should_panic(expected = "hits lost or counted twice"))]
 fn cache_hits_survive_their_drain() {
     model(|| {
-        let cache = Arc::new(
-            cuckoo_gate::AdmissionCache::builder().capacity(4).shards(1).seed(SEED).build().unwrap(),
-        );
+        let cache = one_shard_cache();
         cache.insert(1u64, 1u64);
         let readers: Vec<_> = (0..2)
             .map(|_| {
@@ -600,9 +601,7 @@ fn cache_hits_survive_their_drain() {
 #[test]
 fn cache_writers_take_turns() {
     model(|| {
-        let cache = Arc::new(
-            cuckoo_gate::AdmissionCache::builder().capacity(4).shards(1).seed(SEED).build().unwrap(),
-        );
+        let cache = one_shard_cache();
         let other = {
             let cache = cache.clone();
             thread::spawn(move || cache.insert(1u64, 1u64))

@@ -109,7 +109,7 @@ impl<T> ShardLock<T> {
         // The swap cleared the hits counted since the last writer; none can be counted
         // while this writer holds the lock.
         if taken >= HIT {
-            self.drained.store(self.drained.load(Ordering::Relaxed) + (taken >> 32), Ordering::Relaxed);
+            self.add_drained(taken >> 32);
         }
         WriteGuard { lock: self, value: std::mem::ManuallyDrop::new(self.value.unique()) }
     }
@@ -136,6 +136,12 @@ impl<T> ShardLock<T> {
             }
             backoff.snooze();
         }
+    }
+
+    /// Adds `hits` to `drained`; only the writer holding the lock calls it.
+    #[inline]
+    fn add_drained(&self, hits: u64) {
+        self.drained.store(self.drained.load(Ordering::Relaxed) + hits, Ordering::Relaxed);
     }
 
     /// Moves the hits counted in the state to `drained`, as [`ReadGuard::release_hit`]
@@ -187,8 +193,7 @@ impl<T> ReadGuard<'_, T> {
 impl<T> WriteGuard<'_, T> {
     /// Counts a hit found under the write lock.
     pub(crate) fn count_hit(&self) {
-        let drained = &self.lock.drained;
-        drained.store(drained.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        self.lock.add_drained(1);
     }
 }
 

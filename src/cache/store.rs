@@ -72,7 +72,7 @@ impl Pairs {
         if self.start == self.end {
             return None;
         }
-        self.buf.get(self.start & self.buf.len().wrapping_sub(1)).copied()
+        self.hint(0)
     }
 
     /// The pair `ahead` places after the oldest, or past the newest an old value of the
