@@ -11,4 +11,4 @@ fi
 target=$(rustc -vV | sed -n 's/^host: //p')
 RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" TSAN_OPTIONS="halt_on_error=1" \
     CARGO_TARGET_DIR=target/tsan \
-    cargo +nightly test -Zbuild-std --target "$target" --release --test stress --test cache_safety
+    cargo +nightly test -Zbuild-std --target "$target" --release --test stress --test cache_safety --test cache_model

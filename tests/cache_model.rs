@@ -1,8 +1,10 @@
 //! Random operations against a model. Whatever the policy, shard count, capacity and
 //! weights, the cache returns only the value last stored for a key, keeps within its
-//! capacity, holds what it says it admitted, and counts its hits and misses exactly.
+//! capacity, holds what it says it admitted, and counts its hits and misses exactly; and
+//! threads that each write their own keys see only their own last values.
 
 use std::collections::HashMap;
+use std::thread;
 
 use cuckoo_gate::{Admission, AdmissionCache, AdmissionPolicy};
 use proptest::prelude::*;
@@ -194,5 +196,73 @@ proptest! {
     #[test]
     fn the_cache_agrees_with_its_model(config in config(), ops in prop::collection::vec(op(), 1..300)) {
         check(&config, &ops)?;
+    }
+}
+
+/// Four threads share a small cache; each writes only its own keys (so its model of them is
+/// exact, whatever the others do: they can only make its keys leave) and reads everyone's.
+/// A value carries its key in its top half, so a value found under another key shows.
+#[test]
+fn threads_that_own_their_keys_see_only_their_own_last_values() {
+    const THREADS: u16 = 4;
+    let policies = [AdmissionPolicy::Always, AdmissionPolicy::SecondHit, AdmissionPolicy::S3Fifo];
+    for (policy, weighted) in policies.into_iter().flat_map(|p| [(p, false), (p, true)]) {
+        let builder = AdmissionCache::<u16, u32>::builder().capacity(64).shards(4).admission(policy);
+        let cache = if weighted {
+            builder.weigher(|_, &v| (v & 7) + 1).estimated_entries(16).build()
+        } else {
+            builder.build()
+        }
+        .unwrap();
+        thread::scope(|s| {
+            for t in 0..THREADS {
+                let cache = &cache;
+                s.spawn(move || {
+                    let mut model: HashMap<u16, u32> = HashMap::new();
+                    let mut x = u64::from(t) + 1;
+                    for n in 0..40_000u32 {
+                        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        let any = (x >> 40) as u16 % 256;
+                        let own = any - any % THREADS + t;
+                        let value = u32::from(own) << 16 | n & 0xFFFF;
+                        let context = format!("{policy:?}, weighted: {weighted}, thread {t}, key {own}");
+                        match (x >> 20) % 8 {
+                            0..=2 => {
+                                if let Some(v) = cache.get(&any) {
+                                    assert_eq!(v >> 16, u32::from(any), "{context}: another key's value");
+                                }
+                            }
+                            3 => {
+                                let found = cache.get(&own);
+                                assert!(found.is_none() || found == model.get(&own).copied(), "{context}");
+                            }
+                            4 | 5 => match cache.insert(own, value) {
+                                Admission::Admitted | Admission::Updated => {
+                                    model.insert(own, value);
+                                }
+                                _ => {
+                                    model.remove(&own);
+                                }
+                            },
+                            6 => {
+                                let removed = cache.remove(&own);
+                                assert!(
+                                    removed.is_none() || removed == model.get(&own).copied(),
+                                    "{context}"
+                                );
+                                model.remove(&own);
+                            }
+                            _ => {
+                                let stored = model.get(&own).copied();
+                                let got = cache.get_or_insert_with(own, || value);
+                                assert!(got == value || Some(got) == stored, "{context}");
+                                model.insert(own, got);
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        assert!(cache.weight() <= 64, "{policy:?}, weighted: {weighted}");
     }
 }
