@@ -75,6 +75,12 @@ fn build(config: &Config) -> AdmissionCache<u8, u32> {
     builder.build().expect("a valid configuration")
 }
 
+/// Whether `found` is what the cache may return for a key whose last stored value is
+/// `stored`: that value, or nothing (the key may have left).
+fn stored_or_none(found: Option<u32>, stored: Option<&u32>) -> bool {
+    found.is_none() || found == stored.copied()
+}
+
 /// `get`s made, and how many found their key.
 #[derive(Default)]
 struct Lookups {
@@ -107,7 +113,7 @@ fn check(config: &Config, ops: &[Op]) -> Result<(), TestCaseError> {
         match *op {
             Op::Get(k) => {
                 let found = lookups.get(&cache, k);
-                prop_assert!(found.is_none() || found == model.get(&k).copied(), "{op:?} gave {found:?}");
+                prop_assert!(stored_or_none(found, model.get(&k)), "{op:?} gave {found:?}");
             }
             Op::Insert(k, v) => {
                 let admission = cache.insert(k, v);
@@ -145,10 +151,7 @@ fn check(config: &Config, ops: &[Op]) -> Result<(), TestCaseError> {
             }
             Op::Remove(k) => {
                 let removed = cache.remove(&k);
-                prop_assert!(
-                    removed.is_none() || removed == model.get(&k).copied(),
-                    "{op:?} gave {removed:?}"
-                );
+                prop_assert!(stored_or_none(removed, model.get(&k)), "{op:?} gave {removed:?}");
                 model.remove(&k);
                 prop_assert_eq!(lookups.get(&cache, k), None, "a removed key is gone");
             }
@@ -184,7 +187,7 @@ fn check(config: &Config, ops: &[Op]) -> Result<(), TestCaseError> {
     prop_assert_eq!((stats.hits, stats.misses), (lookups.hits, lookups.gets - lookups.hits));
     for k in 0..KEYS {
         let found = cache.get(&k);
-        prop_assert!(found.is_none() || found == model.get(&k).copied(), "key {k} holds {found:?}");
+        prop_assert!(stored_or_none(found, model.get(&k)), "key {k} holds {found:?}");
     }
     Ok(())
 }
@@ -225,16 +228,16 @@ fn threads_that_own_their_keys_see_only_their_own_last_values() {
                         let any = (x >> 40) as u16 % 256;
                         let own = any - any % THREADS + t;
                         let value = u32::from(own) << 16 | n & 0xFFFF;
-                        let context = format!("{policy:?}, weighted: {weighted}, thread {t}, key {own}");
+                        let context = || format!("{policy:?}, weighted: {weighted}, thread {t}, key {own}");
                         match (x >> 20) % 8 {
                             0..=2 => {
                                 if let Some(v) = cache.get(&any) {
-                                    assert_eq!(v >> 16, u32::from(any), "{context}: another key's value");
+                                    assert_eq!(v >> 16, u32::from(any), "{}: another key's value", context());
                                 }
                             }
                             3 => {
                                 let found = cache.get(&own);
-                                assert!(found.is_none() || found == model.get(&own).copied(), "{context}");
+                                assert!(stored_or_none(found, model.get(&own)), "{}", context());
                             }
                             4 | 5 => match cache.insert(own, value) {
                                 Admission::Admitted | Admission::Updated => {
@@ -246,16 +249,13 @@ fn threads_that_own_their_keys_see_only_their_own_last_values() {
                             },
                             6 => {
                                 let removed = cache.remove(&own);
-                                assert!(
-                                    removed.is_none() || removed == model.get(&own).copied(),
-                                    "{context}"
-                                );
+                                assert!(stored_or_none(removed, model.get(&own)), "{}", context());
                                 model.remove(&own);
                             }
                             _ => {
                                 let stored = model.get(&own).copied();
                                 let got = cache.get_or_insert_with(own, || value);
-                                assert!(got == value || Some(got) == stored, "{context}");
+                                assert!(got == value || Some(got) == stored, "{}", context());
                                 model.insert(own, got);
                             }
                         }
