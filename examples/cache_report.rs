@@ -6,6 +6,7 @@
 //! cargo run --release --example cache_report                 # 1 and 2 threads (and all cores)
 //! cargo run --release --example cache_report -- --rounds 15
 //! cargo run --release --example cache_report -- --threads 16 --shards 256
+//! cargo run --release --example cache_report -- --threads 1 --neighbour
 //! cargo build --release --example cache_report &&             # one cache alone, for a profiler:
 //!   valgrind --tool=callgrind target/release/examples/cache_report --only cuckoo-gate
 //! ```
@@ -26,6 +27,13 @@
 //! prints its time and hit ratio: the loop to profile or to count instructions in
 //! (`valgrind --tool=callgrind`), with nothing else in the way but generating the
 //! requests. It takes no `--rounds` or `--threads`.
+//!
+//! `--neighbour` runs another thread beside the caches, with `--only` or without, that
+//! writes one byte in every 64-byte line of 64 MiB over and over: more than the CPU's last
+//! level cache, so it evicts the caches' lines as a busy service's own request handling
+//! would. It takes a core, so on a 2-core machine give it `--threads 1` or `--only`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 mod common;
 use common::median;
@@ -55,8 +63,35 @@ fn profile(name: &str, workload: &str, shards: Option<usize>) {
     );
 }
 
+/// Runs `measure`, with a neighbour beside it if asked: a thread that writes every 64-byte
+/// line of 64 MiB, pass after pass, until `measure` returns (or panics).
+fn beside_neighbour<R>(neighbour: bool, measure: impl FnOnce() -> R) -> R {
+    struct Stop<'a>(&'a AtomicBool);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    if !neighbour {
+        return measure();
+    }
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut lines = vec![0u8; 64 << 20];
+            while !stop.load(Ordering::Relaxed) {
+                lines.iter_mut().step_by(64).for_each(|byte| *byte = byte.wrapping_add(1));
+                std::hint::black_box(&mut lines);
+            }
+        });
+        let _stop = Stop(&stop);
+        measure()
+    })
+}
+
 fn main() {
     let mut rounds = None;
+    let mut neighbour = false;
     let mut only = None;
     let mut threads = None;
     let mut shards = None;
@@ -64,7 +99,7 @@ fn main() {
     let names: Vec<&str> = peers().iter().map(|(name, _)| *name).collect();
     let usage = || -> ! {
         eprintln!(
-            "usage: cache_report [--rounds N] [--threads T] [--shards S]\n       cache_report [--shards S] --only {} [--workload {}]",
+            "usage: cache_report [--rounds N] [--threads T] [--shards S] [--neighbour]\n       cache_report [--shards S] [--neighbour] --only {} [--workload {}]",
             names.join("|"),
             WORKLOADS.join("|")
         );
@@ -72,6 +107,10 @@ fn main() {
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
+        if arg == "--neighbour" {
+            neighbour = true;
+            continue;
+        }
         let value = args.next().unwrap_or_default();
         match (arg.as_str(), value.parse::<usize>()) {
             ("--rounds", Ok(n)) if n > 0 => rounds = Some(n),
@@ -88,8 +127,13 @@ fn main() {
         if rounds.is_some() || threads.is_some() {
             usage();
         }
-        return profile(&name, workload, shards);
+        return beside_neighbour(neighbour, || profile(&name, workload, shards));
     }
+    beside_neighbour(neighbour, || report(rounds, threads, shards));
+}
+
+/// The caches in alternating rounds, on each workload and thread count.
+fn report(rounds: Option<usize>, threads: Option<usize>, shards: Option<usize>) {
     let rounds = rounds.unwrap_or(9);
     let threads = threads.map_or_else(common::thread_counts, |t| vec![t]);
     let requests = zipf_requests(4 * OPS);
