@@ -29,9 +29,10 @@
 //! requests. It takes no `--rounds` or `--threads`.
 //!
 //! `--neighbour` runs another thread beside the caches, with `--only` or without, that
-//! writes one byte in every 64-byte line of 64 MiB over and over: more than the CPU's last
-//! level cache, so it evicts the caches' lines as a busy service's own request handling
-//! would. It takes a core, so on a 2-core machine give it `--threads 1` or `--only`.
+//! writes one byte in every 64-byte line of 64 MiB over and over: more than the CPU's
+//! last-level cache, so it evicts the caches' lines as a busy service's own request
+//! handling would. It takes a core, so on a 2-core machine give it `--threads 1` or
+//! `--only`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
