@@ -1,25 +1,22 @@
-//! S3-FIFO's ghost queue for one shard: the keys that left the small queue unused, kept as
-//! 16-bit fingerprints in two generations of a small cuckoo filter. (The cache's adaptive
-//! split keeps its recent evictions in the same structure, one for the whole cache, behind
-//! a mutex: see `policy.rs`.)
+//! The adaptive split's windows of recent evictions (one for keys the small queue evicted,
+//! one for main's, for the whole cache behind a mutex: see `policy.rs`): sampled keys kept
+//! as 16-bit fingerprints in two generations of a small cuckoo filter.
 //!
 //! It is the seen-before gate's design (two generations that rotate after `capacity`
-//! recordings, cuckoo deletion for "seen? and forget") cut down to what a shard needs. The
-//! shard writes it only under its write lock, so it has no atomics, stripes or validation;
-//! it never grows, never needs an exact size (the bucket count is a power of two, so an
-//! alternate bucket is one XOR away) and is never snapshotted. A miss then costs a few
-//! dozen instructions instead of three concurrent filter operations.
+//! recordings, cuckoo deletion for "seen? and forget") cut down to what the split needs:
+//! written only under the split's mutex, so it has no atomics, stripes or validation; it
+//! never grows, never needs an exact size (the bucket count is a power of two, so an
+//! alternate bucket is one XOR away) and is never snapshotted. Deletion removes exactly
+//! the key's own fingerprint, so a miss moves the split once per eviction. (A shard's
+//! ghosts, asked on every miss, trade that exactness for one cache line: `bloom.rs`.)
 //!
 //! A key is remembered for at least `capacity` later recordings, as the gate's keys are,
 //! unless a generation fills before that: an insert that finds no room after
 //! [`MAX_KICKS`] relocations rotates early and stores the homeless fingerprint in the
-//! fresh generation. A ghost is a hint (a false answer only sends one key to the other
-//! queue), so the false positive rate, at most 8 / 2^16 per generation, needs no knob.
+//! fresh generation. The false positive rate is at most 8 / 2^16 per generation.
 
 use crate::error::BuildError;
 use crate::filter::{matches16, MIX, SLOTS};
-#[cfg(feature = "metrics")]
-use crate::gate::GateStats;
 use crate::primitive::prefetch;
 
 /// Bits per fingerprint, and per slot.
@@ -75,19 +72,6 @@ impl Ghosts {
             rotations: 0,
             kicks: 0,
         })
-    }
-
-    /// Fingerprints held, recordings per generation, rotations and bytes held, in the
-    /// gate's terms.
-    #[cfg(feature = "metrics")]
-    pub(crate) fn stats(&self) -> GateStats {
-        let held = |&pair: &[u64; 2]| 2 * SLOTS - matches16(pair, 0).count_ones() as usize;
-        GateStats {
-            len: self.buckets.iter().map(held).sum(),
-            capacity: self.capacity,
-            rotations: self.rotations,
-            memory_bytes: std::mem::size_of_val(&*self.buckets),
-        }
     }
 
     /// Where the key of `hash` may be, its buckets starting to load into the CPU cache.

@@ -2,7 +2,8 @@
 //!
 //! * `store.rs`: a shard's entries (hash table, slab, queues).
 //! * `policy.rs`: the admission and eviction policies.
-//! * `ghost.rs`: S3-FIFO's ghost queue, a shard's own two-generation cuckoo filter.
+//! * `bloom.rs`: S3-FIFO's ghost queue, a shard's own two-generation Bloom filter.
+//! * `ghost.rs`: the adaptive split's windows of recent evictions, small cuckoo filters.
 //! * `lock.rs`: the shards' reader-writer lock, which also counts their hits.
 //! * `shard.rs`: one shard's operations, and what leaves it.
 //!
@@ -17,6 +18,7 @@
 mod metrics;
 #[cfg(all(feature = "metrics", feature = "foyer"))]
 pub(crate) use self::metrics::AdmissionMetrics;
+mod bloom;
 mod ghost;
 mod lock;
 mod policy;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 
+use super::bloom::BloomGhosts;
 use super::ghost::Ghosts;
 use super::store::{Queue, Store};
 use crate::error::BuildError;
@@ -29,8 +30,8 @@ pub enum AdmissionPolicy {
     /// of the capacity; a key requested twice more while there moves to the main FIFO
     /// when it reaches the tail, and one that was not leaves the cache and is remembered
     /// as a ghost. A miss on a ghost goes straight to main. The ghost queue is the gate's
-    /// design cut down for one shard: two generations of 16-bit fingerprints, written
-    /// under the shard's lock. Main evicts in CLOCK order, an entry getting one more
+    /// two rotating generations cut down for one shard: a Bloom filter of 16 bits per
+    /// key, written under the shard's lock. Main evicts in CLOCK order, an entry getting one more
     /// round per request (up to three). One-hit wonders and scans pass through the small
     /// queue without displacing keys that were used twice. The split between the queues
     /// adapts as ARC's does: a miss on a key the small queue evicted recently grows it,
@@ -86,7 +87,7 @@ pub(crate) struct Policy {
     /// Most total weight held.
     pub(crate) capacity: u64,
     /// S3-FIFO's ghost queue.
-    pub(crate) ghosts: Option<Ghosts>,
+    pub(crate) ghosts: Option<BloomGhosts>,
     /// S3-FIFO's split between its queues, shared with the other shards.
     split: Option<Arc<SharedSplit>>,
     /// This shard's share of the cache's capacity, in 2^-32ths: it scales the shared
@@ -265,7 +266,7 @@ impl Policy {
         Ok(Policy {
             kind,
             capacity,
-            ghosts: s3fifo.then(|| Ghosts::new(ghosts)).transpose()?,
+            ghosts: s3fifo.then(|| BloomGhosts::new(ghosts)).transpose()?,
             split: split.filter(|_| s3fifo),
             scale: ((u128::from(capacity) << 32) / u128::from(whole)) as u64,
         })

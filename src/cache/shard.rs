@@ -14,7 +14,7 @@ use super::{Admission, AdmissionPolicy};
 use crate::error::BuildError;
 use crate::gate::SeenBefore;
 #[cfg(feature = "metrics")]
-use {super::ghost::Ghosts, crate::gate::GateStats};
+use {super::bloom::BloomGhosts, crate::gate::GateStats};
 
 /// Per-shard counters, written under the shard's write lock.
 #[derive(Clone, Copy, Debug, Default)]
@@ -78,7 +78,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     /// The counters of S3-FIFO's ghosts, under that policy.
     #[cfg(feature = "metrics")]
     pub(crate) fn ghosts(&self) -> Option<GateStats> {
-        self.policy.ghosts.as_ref().map(Ghosts::stats)
+        self.policy.ghosts.as_ref().map(BloomGhosts::stats)
     }
 
     /// A lookup under the read lock: a hit counts the request on the entry.

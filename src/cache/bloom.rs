@@ -1,0 +1,197 @@
+//! S3-FIFO's ghost queue for one shard: the keys that left the small queue unused, kept in
+//! two generations of a register-blocked Bloom filter (Putze, Sanders and Singler, 2007):
+//! a key sets three bits of one 64-bit word, and word `i` of both generations sit side by
+//! side, so a miss asks both generations with one load from one cache line, and a
+//! recording writes one word.
+//!
+//! It is the seen-before gate's two generations, traded for speed where a wrong answer is
+//! cheap: a ghost is a hint, and a false one only sends a key to the other queue. A
+//! generation rotates after `capacity` recordings and never fills early, so a key is
+//! remembered for at least `capacity` later recordings. `take` forgets a key by clearing
+//! its bits, which may also forget a key sharing them (about one take in seven does, at
+//! a full generation). At 16 to 32 bits per key (a generation of `capacity / 4` words,
+//! rounded up to a power of two), 0.5% to 2% of strangers are taken for ghosts. The
+//! shard writes it only under its write lock, so it has no atomics.
+//!
+//! (The cuckoo filter of `ghost.rs` keeps the adaptive split's windows, which must count
+//! each key once.)
+
+use crate::error::BuildError;
+use crate::filter::MIX;
+#[cfg(feature = "metrics")]
+use crate::gate::GateStats;
+use crate::primitive::prefetch;
+
+/// Keys per 64-bit word a full generation holds on average.
+const KEYS_PER_WORD: usize = 4;
+
+pub(crate) struct BloomGhosts {
+    /// Word `i` of both generations.
+    words: Box<[[u64; 2]]>,
+    current: usize,
+    /// Recordings into the current generation, and into the previous one.
+    recorded: usize,
+    previous: usize,
+    /// Recordings a generation takes before the next one starts.
+    capacity: usize,
+    mask: usize,
+    rotations: u64,
+}
+
+/// Where a key's bits are: its word, and the bits set in it.
+#[derive(Clone, Copy)]
+pub(crate) struct Place {
+    word: usize,
+    bits: u64,
+}
+
+impl BloomGhosts {
+    /// Ghosts for `capacity` recordings per generation; an error if their table does not
+    /// fit in memory.
+    pub(crate) fn new(capacity: usize) -> Result<Self, BuildError> {
+        let too_large = || BuildError::CapacityTooLarge { capacity };
+        let words =
+            capacity.max(1).div_ceil(KEYS_PER_WORD).checked_next_power_of_two().ok_or_else(too_large)?.max(2);
+        let bytes = words.checked_mul(size_of::<[u64; 2]>()).ok_or_else(too_large)?;
+        let mut table = Vec::new();
+        table.try_reserve_exact(words).map_err(|_| BuildError::OutOfMemory { bytes })?;
+        table.resize(words, [0; 2]);
+        Ok(BloomGhosts {
+            words: table.into(),
+            current: 0,
+            recorded: 0,
+            previous: 0,
+            capacity: capacity.max(1),
+            mask: words - 1,
+            rotations: 0,
+        })
+    }
+
+    /// Recordings the two generations hold (forgotten keys included), recordings per
+    /// generation, rotations and bytes held, in the gate's terms.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn stats(&self) -> GateStats {
+        GateStats {
+            len: self.recorded + self.previous,
+            capacity: self.capacity,
+            rotations: self.rotations,
+            memory_bytes: std::mem::size_of_val(&*self.words),
+        }
+    }
+
+    /// Where the key of `hash` is.
+    #[inline]
+    fn locate(&self, hash: u64) -> Place {
+        // The shard and the cache's table use the low half and the top 7 bits; mixing
+        // every bit keeps the ghosts' words independent of both. The word takes bits 16
+        // and up, the three bit numbers the top 18 (apart up to 2^30 words).
+        let mixed = hash.wrapping_mul(MIX);
+        let bits = 1 << (mixed >> 58) | 1 << (mixed >> 52 & 63) | 1 << (mixed >> 46 & 63);
+        Place { word: (mixed >> 16) as usize & self.mask, bits }
+    }
+
+    /// Where the key of `hash` is, its word starting to load into the CPU cache.
+    #[inline]
+    pub(crate) fn place(&self, hash: u64) -> Place {
+        let place = self.locate(hash);
+        prefetch(&self.words[place.word]);
+        place
+    }
+
+    /// Remembers the key of `hash`.
+    #[inline]
+    pub(crate) fn record(&mut self, hash: u64) {
+        let place = self.locate(hash);
+        self.words[place.word][self.current] |= place.bits;
+        self.recorded += 1;
+        if self.recorded >= self.capacity {
+            self.rotate();
+        }
+    }
+
+    /// Whether the key at `place` is remembered; forgets it (in each generation that
+    /// holds it).
+    #[inline]
+    pub(crate) fn take(&mut self, place: Place) -> bool {
+        let mut found = false;
+        for word in &mut self.words[place.word] {
+            if *word & place.bits == place.bits {
+                *word &= !place.bits;
+                found = true;
+            }
+        }
+        found
+    }
+
+    /// Clears the older generation and makes it the current one.
+    #[cold]
+    fn rotate(&mut self) {
+        self.current ^= 1;
+        let g = self.current;
+        self.words.iter_mut().for_each(|pair| pair[g] = 0);
+        (self.previous, self.recorded) = (self.recorded, 0);
+        self.rotations += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BloomGhosts;
+
+    fn hash(k: u64) -> u64 {
+        crate::filter::seeded_hasher(7).hash_one(k)
+    }
+
+    fn take(ghosts: &mut BloomGhosts, k: u64) -> bool {
+        ghosts.take(ghosts.place(hash(k)))
+    }
+
+    #[test]
+    fn remembers_a_key_for_capacity_recordings_then_forgets_it() {
+        let mut ghosts = BloomGhosts::new(1_000).unwrap();
+        ghosts.record(hash(0));
+        (1..1_000).for_each(|k| ghosts.record(hash(k)));
+        assert!(take(&mut ghosts, 0), "forgotten within `capacity` recordings");
+        assert!(!take(&mut ghosts, 0), "take forgets");
+        ghosts.record(hash(0));
+        (1_000..3_000).for_each(|k| ghosts.record(hash(k)));
+        assert_eq!(ghosts.rotations, 3);
+        assert!(!take(&mut ghosts, 0), "remembered after two rotations");
+    }
+
+    /// Whether the key `k` is remembered, asked without forgetting it.
+    fn holds(ghosts: &BloomGhosts, k: u64) -> bool {
+        let place = ghosts.locate(hash(k));
+        ghosts.words[place.word].iter().any(|&word| word & place.bits == place.bits)
+    }
+
+    #[test]
+    fn every_key_of_two_generations_is_found_and_few_strangers() {
+        let mut ghosts = BloomGhosts::new(10_000).unwrap();
+        // A full generation, and one short of full.
+        (0..19_999).for_each(|k| ghosts.record(hash(k)));
+        assert_eq!(ghosts.rotations, 1);
+        assert!((0..19_999).all(|k| holds(&ghosts, k)), "a recorded key was lost");
+        let strangers = (100_000..200_000).filter(|&k| holds(&ghosts, k)).count();
+        assert!(strangers < 2_000, "{strangers} false positives in 100,000");
+    }
+
+    #[test]
+    fn taking_a_key_forgets_few_others() {
+        let mut ghosts = BloomGhosts::new(10_000).unwrap();
+        (0..10_000).for_each(|k| ghosts.record(hash(k)));
+        let found = (0..10_000).filter(|&k| take(&mut ghosts, k)).count();
+        // Each take clears bits that other keys of its word may share: at a full
+        // generation, about one take in seven forgets another key.
+        assert!(found > 8_000, "{found} of 10,000 ghosts found when each is taken in turn");
+    }
+
+    #[test]
+    fn sizes_that_do_not_fit_are_errors() {
+        assert!(matches!(
+            BloomGhosts::new(usize::MAX),
+            Err(crate::error::BuildError::CapacityTooLarge { .. })
+        ));
+        assert!(matches!(BloomGhosts::new(1 << 50), Err(crate::error::BuildError::OutOfMemory { .. })));
+    }
+}
