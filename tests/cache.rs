@@ -98,21 +98,34 @@ fn one_shard_always_is_exactly_lru() {
     }
 }
 
+/// libCacheSim 0.3.5's better hit ratio of W-TinyLFU and S3-FIFO on each shared trace, with
+/// the cache at 1%, 5% and 10% of its distinct keys (`../shared/traces/README.md`).
+const REFERENCE: [(&str, [f64; 3]); 5] = [
+    ("adaptsize_cdn", [0.2643, 0.3522, 0.3747]),
+    ("arc_p6", [0.0323, 0.0918, 0.1683]),
+    ("cache2k_web07", [0.4375, 0.5425, 0.5822]),
+    ("cloudphysics_io", [0.1695, 0.1870, 0.2447]),
+    ("lirs_sprite", [0.2127, 0.6706, 0.8596]),
+];
+
 #[test]
-fn s3fifo_is_at_least_lru_on_every_shared_trace() {
+fn s3fifo_meets_its_floors_on_every_shared_trace() {
+    // At least LRU's hits, and within a point of the better reference policy.
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces");
-    for name in ["adaptsize_cdn", "arc_p6", "cache2k_web07", "cloudphysics_io", "lirs_sprite"] {
+    for (name, best) in REFERENCE {
         let Some(trace) = read_trace(&dir.join(format!("{name}.keys"))) else {
             eprintln!("skipping {name}: ../shared/traces/{name}.keys not found");
             continue;
         };
         let objects = trace.iter().collect::<std::collections::HashSet<_>>().len();
-        for percent in [1, 5, 10] {
+        for (percent, best) in [1, 5, 10].into_iter().zip(best) {
             let capacity = (objects * percent / 100).max(10);
             let lru = textbook_lru_hits(&trace, capacity).0;
             let cache = AdmissionCache::builder().capacity(capacity).shards(1).seed(7).build().unwrap();
             let hits = replay_hits(&trace, &cache).iter().filter(|&&hit| hit).count() as u64;
             assert!(hits >= lru, "{name} at {percent}%: S3Fifo {hits} hits, LRU {lru}");
+            let ratio = hits as f64 / trace.len() as f64;
+            assert!(ratio >= best - 0.01, "{name} at {percent}%: S3Fifo {ratio:.4}, reference {best}");
         }
     }
 }

@@ -30,14 +30,14 @@ pub enum AdmissionPolicy {
     /// of the capacity; a key requested twice more while there moves to the main FIFO
     /// when it reaches the tail, and one that was not leaves the cache and is remembered
     /// as a ghost. A miss on a ghost goes straight to main. The ghost queue is the gate's
-    /// two rotating generations cut down for one shard: a Bloom filter of 16 bits per
-    /// key, written under the shard's lock. Main evicts in CLOCK order, an entry getting one more
-    /// round per request (up to three). One-hit wonders and scans pass through the small
-    /// queue without displacing keys that were used twice. The split between the queues
-    /// adapts as ARC's does: a miss on a key the small queue evicted recently grows it,
-    /// one on a key main evicted recently shrinks it. The shards share one split, each
-    /// at its share of the capacity. Hits only bump a counter, under the shard's read
-    /// lock.
+    /// two rotating generations cut down for one shard: Bloom filters of 16 to 32 bits
+    /// per key, written under the shard's lock. Main evicts in CLOCK order, an entry
+    /// getting one more round per request (up to three). One-hit wonders and scans pass
+    /// through the small queue without displacing keys that were used twice. The split
+    /// between the queues adapts as ARC's does: a miss on a key the small queue evicted
+    /// recently grows it, one on a key main evicted recently shrinks it. The shards share
+    /// one split, each at its share of the capacity. Hits only bump a counter, under the
+    /// shard's read lock.
     #[default]
     S3Fifo,
 }
