@@ -20,7 +20,6 @@ use crate::error::BuildError;
 use crate::filter::MIX;
 #[cfg(feature = "metrics")]
 use crate::gate::GateStats;
-use crate::primitive::prefetch;
 
 /// Keys per 64-bit word a full generation holds on average.
 const KEYS_PER_WORD: usize = 4;
@@ -40,7 +39,7 @@ pub(crate) struct BloomGhosts {
 
 /// Where a key's bits are: its word, and the bits set in it.
 #[derive(Clone, Copy)]
-pub(crate) struct Place {
+struct Place {
     word: usize,
     bits: u64,
 }
@@ -90,14 +89,6 @@ impl BloomGhosts {
         Place { word: (mixed >> 16) as usize & self.mask, bits }
     }
 
-    /// Where the key of `hash` is, its word starting to load into the CPU cache.
-    #[inline]
-    pub(crate) fn place(&self, hash: u64) -> Place {
-        let place = self.locate(hash);
-        prefetch(&self.words[place.word]);
-        place
-    }
-
     /// Remembers the key of `hash`.
     #[inline]
     pub(crate) fn record(&mut self, hash: u64) {
@@ -109,10 +100,11 @@ impl BloomGhosts {
         }
     }
 
-    /// Whether the key at `place` is remembered; forgets it (in each generation that
-    /// holds it).
+    /// Whether the key of `hash` is remembered; forgets it (in each generation that holds
+    /// it).
     #[inline]
-    pub(crate) fn take(&mut self, place: Place) -> bool {
+    pub(crate) fn take(&mut self, hash: u64) -> bool {
+        let place = self.locate(hash);
         let mut found = false;
         for word in &mut self.words[place.word] {
             if *word & place.bits == place.bits {
@@ -143,7 +135,7 @@ mod tests {
     }
 
     fn take(ghosts: &mut BloomGhosts, k: u64) -> bool {
-        ghosts.take(ghosts.place(hash(k)))
+        ghosts.take(hash(k))
     }
 
     #[test]

@@ -86,10 +86,16 @@ pub(crate) struct Policy {
     pub(crate) kind: AdmissionPolicy,
     /// Most total weight held.
     pub(crate) capacity: u64,
-    /// S3-FIFO's ghost queue.
-    pub(crate) ghosts: Option<BloomGhosts>,
-    /// S3-FIFO's split between its queues, shared with the other shards.
-    split: Option<Arc<SharedSplit>>,
+    /// What S3-FIFO adds, under that policy.
+    pub(crate) s3fifo: Option<S3Fifo>,
+}
+
+/// S3-FIFO's part of a shard: its ghost queue, and its share of the split between the
+/// queues.
+pub(crate) struct S3Fifo {
+    pub(crate) ghosts: BloomGhosts,
+    /// The split, shared with the other shards.
+    split: Arc<SharedSplit>,
     /// This shard's share of the cache's capacity, in 2^-32ths: it scales the shared
     /// small-queue target to the shard.
     scale: u64,
@@ -259,25 +265,20 @@ impl Policy {
         ghosts: usize,
         split: Option<Arc<SharedSplit>>,
     ) -> Result<Self, BuildError> {
-        let s3fifo = kind == AdmissionPolicy::S3Fifo;
-        let whole = split.as_ref().map_or(capacity, |split| split.capacity).max(1);
-        debug_assert!(capacity <= whole, "a shard holds part of the cache");
-        debug_assert!(!s3fifo || split.is_some(), "S3-FIFO needs its split");
-        Ok(Policy {
-            kind,
-            capacity,
-            ghosts: s3fifo.then(|| BloomGhosts::new(ghosts)).transpose()?,
-            split: split.filter(|_| s3fifo),
-            scale: ((u128::from(capacity) << 32) / u128::from(whole)) as u64,
-        })
-    }
-
-    /// S3-FIFO's small-queue target weight in this shard: its share of the shared target,
-    /// rounded up (so at least 1, and exactly that target in a cache of one shard).
-    #[inline]
-    fn small(&self) -> u64 {
-        let whole = self.split.as_ref().map_or(0, |split| split.small.load(Ordering::Relaxed));
-        ((u128::from(whole) * u128::from(self.scale) + u128::from(u32::MAX)) >> 32) as u64
+        debug_assert!(kind != AdmissionPolicy::S3Fifo || split.is_some(), "S3-FIFO needs its split");
+        let s3fifo = match split {
+            Some(split) if kind == AdmissionPolicy::S3Fifo => {
+                let whole = split.capacity.max(1);
+                debug_assert!(capacity <= whole, "a shard holds part of the cache");
+                Some(S3Fifo {
+                    ghosts: BloomGhosts::new(ghosts)?,
+                    split,
+                    scale: ((u128::from(capacity) << 32) / u128::from(whole)) as u64,
+                })
+            }
+            _ => None,
+        };
+        Ok(Policy { kind, capacity, s3fifo })
     }
 
     /// Where a missed key of `weight` goes, or `None` if it is kept out. Asks the gate
@@ -290,36 +291,14 @@ impl Policy {
         weight: u32,
         gate: Option<&SeenBefore>,
     ) -> Option<Queue> {
-        match (self.kind, gate) {
-            (AdmissionPolicy::SecondHit, Some(gate)) => {
+        match (&mut self.s3fifo, gate) {
+            (Some(s3fifo), _) => s3fifo.admit(store, hash, weight, self.capacity),
+            (None, Some(gate)) if self.kind == AdmissionPolicy::SecondHit => {
                 if gate.check_and_record_hash(hash) {
                     gate.take_hash(hash);
                     Some(Queue::Main)
                 } else {
                     None
-                }
-            }
-            (AdmissionPolicy::S3Fifo, _) => {
-                let ghost = self.ghosts.as_mut().is_some_and(|ghosts| {
-                    // A miss asks the ghosts and evicts from the small queue's tail: start
-                    // both loads now, so that their cache misses overlap.
-                    let place = ghosts.place(hash);
-                    store.prefetch_tail(Queue::Small);
-                    ghosts.take(place)
-                });
-                if let Some(split) = self.split.as_ref().filter(|split| split.tracks(hash)) {
-                    split.adapt(hash, ghost, u64::from(weight));
-                }
-                if ghost {
-                    // A ghost: it left the small queue unused, and came back.
-                    Some(Queue::Main)
-                } else if store.total_weight() < self.capacity && store.weight(Queue::Small) >= self.small() {
-                    // Still filling up with the small queue at its share: new keys go to
-                    // main rather than push out keys that have had no time to prove
-                    // themselves (as libCacheSim's S3-FIFO does).
-                    Some(Queue::Main)
-                } else {
-                    Some(Queue::Small)
                 }
             }
             // Always; SecondHit always has its gate.
@@ -338,30 +317,72 @@ impl Policy {
         out: &mut Evicted<K, V>,
     ) {
         while store.total_weight() > self.capacity {
-            let victim = match self.kind {
-                AdmissionPolicy::Always => store.tail(Queue::Main).filter(|&v| Some(v) != spare),
-                AdmissionPolicy::SecondHit => self.clock(store, spare),
-                AdmissionPolicy::S3Fifo => self
+            let victim = match (&self.s3fifo, self.kind) {
+                (Some(s3fifo), _) => s3fifo
                     .small_tail(store, spare, false)
-                    .or_else(|| self.clock(store, spare))
+                    .or_else(|| clock(store, spare))
                     // Main held nothing else: empty the small queue, then look again.
-                    .or_else(|| self.small_tail(store, spare, true))
-                    .or_else(|| self.clock(store, spare)),
+                    .or_else(|| s3fifo.small_tail(store, spare, true))
+                    .or_else(|| clock(store, spare)),
+                (None, AdmissionPolicy::Always) => store.tail(Queue::Main).filter(|&v| Some(v) != spare),
+                (None, _) => clock(store, spare),
             };
-            // Nothing else left: the spared entry outweighs the rest of the shard.
-            let Some(victim) = victim.or(spare) else { break };
-            let entry = store.remove(victim);
-            match (gate, &mut self.ghosts) {
+            let entry = match (victim, spare) {
+                (Some(victim), _) => store.remove_tail(victim),
+                // Nothing else left: the spared entry outweighs the rest of the shard.
+                (None, Some(spare)) => store.remove(spare),
+                (None, None) => break,
+            };
+            match (gate, &mut self.s3fifo) {
                 // SecondHit remembers every evicted key, to readmit it at once.
                 (Some(gate), _) => gate.record_hash(entry.hash),
-                // S3-FIFO's ghosts: keys that left the small queue unused.
-                (_, Some(ghosts)) if entry.queue() == Queue::Small => ghosts.record(entry.hash),
+                (_, Some(s3fifo)) => s3fifo.evicted(entry.hash, entry.queue()),
                 _ => {}
             }
-            if let Some(split) = self.split.as_ref().filter(|split| split.tracks(entry.hash)) {
-                split.record_sampled(entry.hash, entry.queue());
-            }
             out.push((entry.key, entry.value));
+        }
+    }
+}
+
+impl S3Fifo {
+    /// The small queue's target weight in this shard: its share of the shared target,
+    /// rounded up (so at least 1, and exactly that target in a cache of one shard).
+    #[inline]
+    fn small(&self) -> u64 {
+        let whole = self.split.small.load(Ordering::Relaxed);
+        ((u128::from(whole) * u128::from(self.scale) + u128::from(u32::MAX)) >> 32) as u64
+    }
+
+    /// Where a missed key of `weight` goes, in a shard of `capacity` weight. Asks the
+    /// ghosts (forgetting the key).
+    #[inline]
+    fn admit<K, V>(&mut self, store: &Store<K, V>, hash: u64, weight: u32, capacity: u64) -> Option<Queue> {
+        let ghost = self.ghosts.take(hash);
+        if self.split.tracks(hash) {
+            self.split.adapt(hash, ghost, u64::from(weight));
+        }
+        if ghost {
+            // A ghost: it left the small queue unused, and came back.
+            Some(Queue::Main)
+        } else if store.total_weight() < capacity && store.weight(Queue::Small) >= self.small() {
+            // Still filling up with the small queue at its share: new keys go to main
+            // rather than push out keys that have had no time to prove themselves (as
+            // libCacheSim's S3-FIFO does).
+            Some(Queue::Main)
+        } else {
+            Some(Queue::Small)
+        }
+    }
+
+    /// Remembers the key of `hash`, just evicted from `queue`: as a ghost if it left the
+    /// small queue unused, and in the split's windows if sampled.
+    #[inline]
+    fn evicted(&mut self, hash: u64, queue: Queue) {
+        if queue == Queue::Small {
+            self.ghosts.record(hash);
+        }
+        if self.split.tracks(hash) {
+            self.split.record_sampled(hash, queue);
         }
     }
 
@@ -393,29 +414,29 @@ impl Policy {
         }
         None
     }
+}
 
-    /// CLOCK over the main queue: an entry at the tail with requests left gets another
-    /// round for one of them; the first without is the victim. `None` if main holds
-    /// nothing but `spare`.
-    #[inline(always)]
-    fn clock<K, V>(&self, store: &mut Store<K, V>, spare: Option<u32>) -> Option<u32> {
-        // Each pass over an entry lowers its count, so this ends within MAX_FREQ + 1
-        // passes over the queue.
-        while let Some(tail) = store.tail(Queue::Main) {
-            let entry = store.entry(tail);
-            let freq = entry.freq.load(Ordering::Relaxed);
-            if Some(tail) == spare {
-                if store.holds_one(Queue::Main) {
-                    return None;
-                }
-            } else if freq == 0 {
-                return Some(tail);
+/// CLOCK over the main queue: an entry at the tail with requests left gets another
+/// round for one of them; the first without is the victim. `None` if main holds
+/// nothing but `spare`.
+#[inline(always)]
+fn clock<K, V>(store: &mut Store<K, V>, spare: Option<u32>) -> Option<u32> {
+    // Each pass over an entry lowers its count, so this ends within MAX_FREQ + 1
+    // passes over the queue.
+    while let Some(tail) = store.tail(Queue::Main) {
+        let entry = store.entry(tail);
+        let freq = entry.freq.load(Ordering::Relaxed);
+        if Some(tail) == spare {
+            if store.holds_one(Queue::Main) {
+                return None;
             }
-            entry.freq.store(freq.saturating_sub(1), Ordering::Relaxed);
-            store.rotate(Queue::Main);
+        } else if freq == 0 {
+            return Some(tail);
         }
-        None
+        entry.freq.store(freq.saturating_sub(1), Ordering::Relaxed);
+        store.rotate(Queue::Main);
     }
+    None
 }
 
 #[cfg(test)]
@@ -488,14 +509,16 @@ mod tests {
     #[test]
     fn shards_share_one_split_each_at_its_share() {
         let split = Arc::new(SharedSplit::new(1_000, 1_000).unwrap());
-        let shard =
-            |capacity| Policy::new(AdmissionPolicy::S3Fifo, capacity, 16, Some(split.clone())).unwrap();
+        let shard = |capacity| {
+            let policy = Policy::new(AdmissionPolicy::S3Fifo, capacity, 16, Some(split.clone())).unwrap();
+            policy.s3fifo.expect("S3-FIFO's part")
+        };
         let (small, large) = (shard(250), shard(750));
         assert_eq!((small.small(), large.small()), (25, 75), "a tenth of each shard to start");
         split.recent.lock().record(hash(1), Queue::Small);
         split.adapt(hash(1), true, 100);
         assert_eq!((small.small(), large.small()), (50, 150), "a miss in either shard moves both");
-        let whole = Policy::new(AdmissionPolicy::S3Fifo, 1_000, 16, Some(split.clone())).unwrap();
+        let whole = shard(1_000);
         assert_eq!(whole.small(), 200, "one shard takes the shared target exactly");
     }
 

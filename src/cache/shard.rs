@@ -12,9 +12,9 @@ use super::policy::{Evicted, Policy, SharedSplit, MAX_FREQ};
 use super::store::{Queue, Store};
 use super::{Admission, AdmissionPolicy};
 use crate::error::BuildError;
-use crate::gate::SeenBefore;
 #[cfg(feature = "metrics")]
-use {super::bloom::BloomGhosts, crate::gate::GateStats};
+use crate::gate::GateStats;
+use crate::gate::SeenBefore;
 
 /// Per-shard counters, written under the shard's write lock.
 #[derive(Clone, Copy, Debug, Default)]
@@ -78,7 +78,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     /// The counters of S3-FIFO's ghosts, under that policy.
     #[cfg(feature = "metrics")]
     pub(crate) fn ghosts(&self) -> Option<GateStats> {
-        self.policy.ghosts.as_ref().map(BloomGhosts::stats)
+        self.policy.s3fifo.as_ref().map(|s3fifo| s3fifo.ghosts.stats())
     }
 
     /// A lookup under the read lock: a hit counts the request on the entry.

@@ -187,9 +187,7 @@ impl<K, V> Store<K, V> {
         K: Eq,
     {
         let slots = &self.slots;
-        self.table
-            .find(hash, |&i| matches!(&slots[i as usize], Some(e) if e.hash == hash && e.key == *key))
-            .copied()
+        self.table.find(hash, |&i| matches!(&slots[i as usize], Some(e) if e.key == *key)).copied()
     }
 
     /// The entry at `index` (which `find` or `tail` returned).
@@ -221,12 +219,6 @@ impl<K, V> Store<K, V> {
             }
         }
         None
-    }
-
-    /// Starts loading the oldest entry of `queue` into the CPU cache.
-    #[inline]
-    pub(crate) fn prefetch_tail(&self, queue: Queue) {
-        self.prefetch_pair(self.queues[queue as usize].pairs.oldest());
     }
 
     /// Starts loading the slot a queue's `pair` names, if any.
@@ -266,8 +258,20 @@ impl<K, V> Store<K, V> {
     /// Removes the entry at `index`, returning it.
     #[inline(always)]
     pub(crate) fn remove(&mut self, index: u32) -> Entry<K, V> {
+        self.take_out(index, false)
+    }
+
+    /// Removes the oldest entry of a queue, which [`Store::tail`] just returned.
+    #[inline(always)]
+    pub(crate) fn remove_tail(&mut self, index: u32) -> Entry<K, V> {
+        self.take_out(index, true)
+    }
+
+    /// Removes the entry at `index`, the oldest of its queue if `tail`.
+    #[inline(always)]
+    fn take_out(&mut self, index: u32, tail: bool) -> Entry<K, V> {
         let entry = self.slots[index as usize].take().expect("indices handed out name occupied slots");
-        self.leave(index, entry.queue, entry.stamp, u64::from(self.weight_of(index)));
+        self.leave(index, entry.queue, entry.stamp, u64::from(self.weight_of(index)), tail);
         if let Ok(slot) = self.table.find_entry(entry.hash, |&i| i == index) {
             slot.remove();
         }
@@ -282,7 +286,7 @@ impl<K, V> Store<K, V> {
         let entry = self.entry_mut(index);
         let (old_queue, old_stamp) = (entry.queue, entry.stamp);
         (entry.queue, entry.stamp) = (queue, stamp);
-        self.leave(index, old_queue, old_stamp, weight);
+        self.leave(index, old_queue, old_stamp, weight, false);
         self.join(index, queue, stamp, weight);
     }
 
@@ -330,14 +334,17 @@ impl<K, V> Store<K, V> {
         }
     }
 
-    /// Takes the entry at `index`, which was on `queue` with `stamp`, off that queue's
-    /// count (its pair goes stale, and a new stamp marks its next place).
+    /// Takes the entry at `index`, which was on `queue` with `stamp` (at its `tail`, if
+    /// so), off that queue's count (its pair goes stale, and a new stamp marks its next
+    /// place).
     #[inline(always)]
-    fn leave(&mut self, index: u32, queue: Queue, stamp: u32, weight: u64) {
+    fn leave(&mut self, index: u32, queue: Queue, stamp: u32, weight: u64, tail: bool) {
         let ring = &mut self.queues[queue as usize];
         ring.live -= 1;
         ring.weight -= weight;
-        if ring.pairs.oldest() == Some(u64::from(index) << 32 | u64::from(stamp)) {
+        let pair = u64::from(index) << 32 | u64::from(stamp);
+        debug_assert!(!tail || ring.pairs.oldest() == Some(pair), "the tail's pair is the oldest");
+        if tail || ring.pairs.oldest() == Some(pair) {
             ring.pairs.pop_oldest();
         }
     }
