@@ -326,12 +326,14 @@ impl<K, V> Store<K, V> {
     #[inline(always)]
     fn join(&mut self, index: u32, queue: Queue, stamp: u32, weight: u64) {
         let ring = &mut self.queues[queue as usize];
+        if ring.pairs.len() == ring.pairs.buf.len() && ring.pairs.len() > 2 * ring.live + 32 {
+            // Full, and more stale pairs than live ones: drop them rather than grow.
+            self.sweep(queue);
+        }
+        let ring = &mut self.queues[queue as usize];
         ring.pairs.push(u64::from(index) << 32 | u64::from(stamp));
         ring.live += 1;
         ring.weight += weight;
-        if ring.pairs.len() > 2 * ring.live + 32 {
-            self.sweep(queue);
-        }
     }
 
     /// Takes the entry at `index`, which was on `queue` with `stamp` (at its `tail`, if
@@ -428,6 +430,25 @@ mod tests {
         assert_eq!(order(&pairs), [1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0]);
         (16..30).for_each(|p| pairs.push(p));
         assert_eq!((pairs.len(), pairs.oldest()), (29, Some(1)));
+    }
+
+    #[test]
+    fn stale_pairs_are_swept_before_the_ring_grows() {
+        let mut store = Store::with_capacity(16, false);
+        let indices: Vec<u32> = (0..10u64).map(|k| store.insert(k, k, k, 1, Queue::Main)).collect();
+        // Requeues behind the five oldest leave stale pairs that never reach the tail.
+        for round in 0..10_000 {
+            store.requeue(indices[5 + round % 5], Queue::Main);
+        }
+        let ring = &store.queues[Queue::Main as usize];
+        assert_eq!(ring.live, 10);
+        assert!(ring.pairs.buf.len() <= 64, "{} places for 10 live pairs", ring.pairs.buf.len());
+        // The sweeps kept the order.
+        let mut order = Vec::new();
+        while let Some(tail) = store.tail(Queue::Main) {
+            order.push(store.remove_tail(tail).key);
+        }
+        assert_eq!(order, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     }
 
     #[test]
