@@ -9,8 +9,8 @@
 //! the entry afresh; a pair whose stamp no longer matches its slot's entry (the entry left,
 //! or entered a queue again) is stale, and is skipped and dropped when it reaches the
 //! tail. So taking an entry off the tail, the policies' common move, touches the ring and
-//! that one entry, where a linked list would also touch its neighbours. Stale pairs are
-//! swept out once they outnumber the live ones.
+//! that one entry, where a linked list would also touch its neighbours. A full ring sweeps
+//! out its stale pairs, rather than grow, once they outnumber the live ones.
 
 use hashbrown::HashTable;
 
@@ -61,6 +61,12 @@ impl Pairs {
         self.end.wrapping_sub(self.start)
     }
 
+    /// Whether the next push must grow the buffer.
+    #[inline]
+    fn is_full(&self) -> bool {
+        self.len() == self.buf.len()
+    }
+
     /// The pair `ahead` places after the oldest, if there is one.
     #[cfg(test)]
     fn nth(&self, ahead: usize) -> Option<u64> {
@@ -90,7 +96,7 @@ impl Pairs {
 
     #[inline]
     fn push(&mut self, pair: u64) {
-        if self.len() == self.buf.len() {
+        if self.is_full() {
             self.grow();
         }
         let mask = self.buf.len() - 1;
@@ -326,7 +332,7 @@ impl<K, V> Store<K, V> {
     #[inline(always)]
     fn join(&mut self, index: u32, queue: Queue, stamp: u32, weight: u64) {
         let ring = &mut self.queues[queue as usize];
-        if ring.pairs.len() == ring.pairs.buf.len() && ring.pairs.len() > 2 * ring.live + 32 {
+        if ring.pairs.is_full() && ring.pairs.len() > 2 * ring.live + 32 {
             // Full, and more stale pairs than live ones: drop them rather than grow.
             self.sweep(queue);
         }
