@@ -6,7 +6,8 @@ import sys
 
 FILTER = ["items", "slots", "load_ratio", "memory_bytes", "false_positive_ratio", "fingerprint_width",
           "inserts_total", "failed_inserts_total", "removes_total", "relocations_total", "doublings_total"]
-CACHE = ["hits_total", "misses_total", "admitted_total", "rejected_total", "evictions_total", "entries", "capacity"]
+CACHE = ["hits_total", "misses_total", "admitted_total", "rejected_total", "evictions_total", "entries", "capacity",
+         "loads_total", "loads_coalesced_total", "load_failures_total", "load_waiters"]
 GATE = ["rotations_total", "memory_bytes"]
 LINE = re.compile(r'^(cuckoo_gate_\w+)\{name="(\w+)"\} (\S+)$')
 
@@ -37,6 +38,8 @@ for key in expected:
         assert second[key] >= first[key], f"counter {key} went backwards: {first[key]} -> {second[key]}"
 assert second[("cuckoo_gate_cache_hits_total", "edge")] > first[("cuckoo_gate_cache_hits_total", "edge")], \
     "the workload did not run between the scrapes"
+assert second[("cuckoo_gate_cache_loads_total", "edge")] > first[("cuckoo_gate_cache_loads_total", "edge")], \
+    "the workload's misses ran no loader between the scrapes"
 printed = dict(kv.split("=") for kv in sys.argv[4].split()[1:])
 assert quiesced[("cuckoo_gate_filter_items", "sessions")] == float(printed["filter_items"]), (quiesced, printed)
 assert quiesced[("cuckoo_gate_cache_entries", "edge")] == float(printed["cache_entries"]), (quiesced, printed)

@@ -32,6 +32,14 @@ pub(crate) const READER_IGNORES_WRITER: bool = cfg!(cuckoo_gate_broken = "reader
 /// A cache shard's reader drains the hits counted in the lock's state without taking the
 /// write lock.
 pub(crate) const UNLOCKED_DRAIN: bool = cfg!(cuckoo_gate_broken = "unlocked_drain");
+/// A cache load's waiter checks the load and registers its wake-up in two holds of the
+/// load's lock, so the load can finish, waking nobody, in between.
+pub(crate) const UNCHECKED_WAIT: bool = cfg!(cuckoo_gate_broken = "unchecked_wait");
+/// A cache load whose leader failed closes without handing the load to a waiter or waking
+/// any.
+pub(crate) const FORGETFUL_HANDOFF: bool = cfg!(cuckoo_gate_broken = "forgetful_handoff");
+/// A cache `remove` does not mark the key's load in flight, which then stores its value.
+pub(crate) const REMOVE_IGNORES_LOAD: bool = cfg!(cuckoo_gate_broken = "remove_ignores_load");
 
 /// [`SPLIT_MOVE`]: moves `hop`'s entry to slot `free` of `to` (lane value `moved`) in two
 /// lock holds, so a reader between them finds the entry in neither bucket.

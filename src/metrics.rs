@@ -38,6 +38,10 @@ pub(crate) const CACHE_REJECTED_TOTAL: &str = "cuckoo_gate_cache_rejected_total"
 pub(crate) const CACHE_EVICTIONS_TOTAL: &str = "cuckoo_gate_cache_evictions_total";
 pub(crate) const CACHE_ENTRIES: &str = "cuckoo_gate_cache_entries";
 pub(crate) const CACHE_CAPACITY: &str = "cuckoo_gate_cache_capacity";
+pub(crate) const CACHE_LOADS_TOTAL: &str = "cuckoo_gate_cache_loads_total";
+pub(crate) const CACHE_LOADS_COALESCED_TOTAL: &str = "cuckoo_gate_cache_loads_coalesced_total";
+pub(crate) const CACHE_LOAD_FAILURES_TOTAL: &str = "cuckoo_gate_cache_load_failures_total";
+pub(crate) const CACHE_LOAD_WAITERS: &str = "cuckoo_gate_cache_load_waiters";
 
 // The gate's series (`cache/metrics.rs`, beside the admission counters).
 pub(crate) const GATE_ROTATIONS_TOTAL: &str = "cuckoo_gate_gate_rotations_total";
@@ -69,6 +73,18 @@ pub(crate) fn describe() {
         describe_counter!(CACHE_EVICTIONS_TOTAL, Unit::Count, "Entries evicted to make room.");
         describe_gauge!(CACHE_ENTRIES, Unit::Count, "Entries held by the cache.");
         describe_gauge!(CACHE_CAPACITY, Unit::Count, "Most entries the cache holds.");
+        describe_counter!(CACHE_LOADS_TOTAL, Unit::Count, "Loaders run on misses (one per key at a time).");
+        describe_counter!(
+            CACHE_LOADS_COALESCED_TOTAL,
+            Unit::Count,
+            "Callers served by a load that another caller ran."
+        );
+        describe_counter!(
+            CACHE_LOAD_FAILURES_TOTAL,
+            Unit::Count,
+            "Loads that ended without a value (error, panic, dropped future)."
+        );
+        describe_gauge!(CACHE_LOAD_WAITERS, Unit::Count, "Callers waiting now for another caller's load.");
         describe_counter!(GATE_ROTATIONS_TOTAL, Unit::Count, "Generations started by the gate.");
         describe_gauge!(GATE_MEMORY_BYTES, Unit::Bytes, "Memory held by the gate's filters.");
     });

@@ -156,6 +156,10 @@ mod imp {
         std::thread::yield_now();
     }
 
+    /// Parking a thread that waits for another's load: a handle to wake it by, and the
+    /// wait (which may also end spuriously).
+    pub(crate) use std::thread::{current as current_thread, park, Thread};
+
     /// Tells the CPU we are in a spin loop.
     pub(crate) fn spin_hint() {
         core::hint::spin_loop();
@@ -256,6 +260,9 @@ mod imp {
     pub(crate) fn yield_now() {
         loom::thread::yield_now();
     }
+
+    /// loom's parking, so that the models see a waiter sleep and wake.
+    pub(crate) use loom::thread::{current as current_thread, park, Thread};
 
     /// Under loom every spin must be a yield, or the model never ends.
     pub(crate) fn spin_hint() {

@@ -187,7 +187,7 @@ thread_local! {
 
 /// A key whose `Drop` calls back into the cache: if the cache dropped it under a shard
 /// lock, that call would deadlock.
-#[derive(Debug, Hash, PartialEq, Eq)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 struct Reentrant(u64);
 
 impl Drop for Reentrant {

@@ -6,6 +6,7 @@ use super::CacheStats;
 use crate::gate::GateStats;
 use crate::metrics::{
     CACHE_ADMITTED_TOTAL, CACHE_CAPACITY, CACHE_ENTRIES, CACHE_EVICTIONS_TOTAL, CACHE_HITS_TOTAL,
+    CACHE_LOADS_COALESCED_TOTAL, CACHE_LOADS_TOTAL, CACHE_LOAD_FAILURES_TOTAL, CACHE_LOAD_WAITERS,
     CACHE_MISSES_TOTAL, CACHE_REJECTED_TOTAL, GATE_MEMORY_BYTES, GATE_ROTATIONS_TOTAL,
 };
 
@@ -46,6 +47,10 @@ pub(crate) struct CacheMetrics {
     evictions: Counter,
     entries: Gauge,
     capacity: Gauge,
+    loads: Counter,
+    loads_coalesced: Counter,
+    load_failures: Counter,
+    load_waiters: Gauge,
 }
 
 impl CacheMetrics {
@@ -58,6 +63,10 @@ impl CacheMetrics {
             evictions: counter!(CACHE_EVICTIONS_TOTAL, &labels),
             entries: gauge!(CACHE_ENTRIES, &labels),
             capacity: gauge!(CACHE_CAPACITY, &labels),
+            loads: counter!(CACHE_LOADS_TOTAL, &labels),
+            loads_coalesced: counter!(CACHE_LOADS_COALESCED_TOTAL, &labels),
+            load_failures: counter!(CACHE_LOAD_FAILURES_TOTAL, &labels),
+            load_waiters: gauge!(CACHE_LOAD_WAITERS, &labels),
         }
     }
 
@@ -68,5 +77,9 @@ impl CacheMetrics {
         self.evictions.absolute(s.evictions);
         self.entries.set(entries as f64);
         self.capacity.set(capacity as f64);
+        self.loads.absolute(s.loads);
+        self.loads_coalesced.absolute(s.loads_coalesced);
+        self.load_failures.absolute(s.load_failures);
+        self.load_waiters.set(s.loads_waiting as f64);
     }
 }

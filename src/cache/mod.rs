@@ -20,6 +20,8 @@ mod metrics;
 pub(crate) use self::metrics::AdmissionMetrics;
 mod bloom;
 mod ghost;
+mod load;
+mod loader;
 mod lock;
 mod policy;
 mod shard;
@@ -32,6 +34,7 @@ use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 
+use self::load::Loads;
 use self::lock::ShardLock;
 pub use self::policy::AdmissionPolicy;
 use self::policy::SharedSplit;
@@ -41,7 +44,7 @@ use crate::filter::{random_seed, seeded_hasher};
 #[cfg(feature = "metrics")]
 use crate::gate::GateStats;
 use crate::gate::SeenBefore;
-use crate::primitive::Tally;
+use crate::primitive::{Ordering, Tally};
 
 /// Default gate size under [`AdmissionPolicy::SecondHit`], in cache entries: how many
 /// first sightings the gate remembers while they wait for a second request. It costs
@@ -90,6 +93,17 @@ pub struct CacheStats {
     pub rejected: u64,
     /// Entries pushed out to make room.
     pub evictions: u64,
+    /// Loaders run by [`get_or_insert_with`](AdmissionCache::get_or_insert_with) and the
+    /// other loading methods (one per key missing at a time).
+    pub loads: u64,
+    /// Callers of the loading methods that got the value another caller's loader made.
+    pub loads_coalesced: u64,
+    /// Loads that ended without a value: the loader returned an error, panicked, or its
+    /// future was dropped.
+    pub load_failures: u64,
+    /// Callers waiting now for another caller's load (a gauge, not a counter: a number
+    /// that stays high means a slow or stuck origin).
+    pub loads_waiting: u64,
 }
 
 impl CacheStats {
@@ -139,6 +153,8 @@ pub struct AdmissionCache<K, V> {
     weigher: Option<Weigher<K, V>>,
     /// Misses (each shard's lock counts its hits).
     misses: Tally<1>,
+    /// Loads in flight.
+    loads: Loads<K, V>,
     #[cfg(feature = "metrics")]
     metrics: Option<metrics::CacheMetrics>,
 }
@@ -337,7 +353,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
     /// let builder = cuckoo_gate::AdmissionCache::<u64, u64>::builder().capacity(100).metrics_name("edge");
     /// let cache = metrics::with_local_recorder(&recorder, || builder.build())?;
     /// cache.publish_metrics();
-    /// assert_eq!(recorder.snapshotter().snapshot().into_vec().len(), 9); // the cache's series
+    /// assert_eq!(recorder.snapshotter().snapshot().into_vec().len(), 13); // the cache's series
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     #[cfg(feature = "metrics")]
@@ -429,6 +445,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
         Ok(AdmissionCache {
             shards,
             gate,
+            loads: Loads::new(hasher.clone()),
             hasher,
             policy: self.policy,
             capacity,
@@ -524,16 +541,30 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// ```
     pub fn insert(&self, key: K, value: V) -> Admission {
         let hash = self.hasher.hash_one(&key);
-        let weight = self.weigher.as_ref().map_or(1, |weigh| weigh(&key, &value).max(1));
+        let weight = self.weigh(&key, &value);
         let mut leftovers = Leftovers::new();
-        let admission =
-            self.shard(hash).write().insert(key, value, hash, weight, self.gate.as_ref(), &mut leftovers);
+        let admission = self.shard(hash).write().insert(
+            key,
+            value,
+            hash,
+            weight,
+            true,
+            self.gate.as_ref(),
+            &mut leftovers,
+        );
         drop(leftovers);
         admission
     }
 
-    /// The value of `key`; on a miss, `make()` computes it, and it is stored if admitted.
-    /// `make` runs without any lock held.
+    /// The entry's weight: the weigher's, at least 1; 1 without a weigher.
+    #[inline]
+    fn weigh(&self, key: &K, value: &V) -> u32 {
+        self.weigher.as_ref().map_or(1, |weigh| weigh(key, value).max(1))
+    }
+
+    /// The value of `key`, without counting a request: no hit or miss is counted, and the
+    /// entry's place in the eviction order stays as it is. Takes the key's shard's read
+    /// lock (under every policy).
     ///
     /// # Examples
     ///
@@ -541,21 +572,23 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// use cuckoo_gate::AdmissionCache;
     ///
     /// let cache: AdmissionCache<u64, &str> = AdmissionCache::builder().capacity(100).build()?;
-    /// assert_eq!(cache.get_or_insert_with(1, || "computed"), "computed");
-    /// assert_eq!(cache.get_or_insert_with(1, || unreachable!()), "computed");
+    /// cache.insert(1, "one");
+    /// assert_eq!((cache.peek(&1), cache.peek(&2)), (Some("one"), None));
+    /// assert_eq!((cache.stats().hits, cache.stats().misses), (0, 0));
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
-    pub fn get_or_insert_with(&self, key: K, make: impl FnOnce() -> V) -> V {
-        if let Some(value) = self.get(&key) {
-            return value;
-        }
-        let value = make();
-        self.insert(key, value.clone());
-        value
+    pub fn peek(&self, key: &K) -> Option<V> {
+        self.peek_hashed(self.hasher.hash_one(key), key)
+    }
+
+    fn peek_hashed(&self, hash: u64, key: &K) -> Option<V> {
+        self.shard(hash).read().peek(hash, key)
     }
 
     /// Removes `key`, returning its value. Takes the key's shard's write lock; the removed
-    /// key is dropped after it is released.
+    /// key is dropped after it is released. A load of `key` in flight (see
+    /// [`get_or_insert_with`](Self::get_or_insert_with)) then does not store its value, so
+    /// that a value loaded before the remove does not come back after it.
     ///
     /// # Examples
     ///
@@ -570,6 +603,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// ```
     pub fn remove(&self, key: &K) -> Option<V> {
         let hash = self.hasher.hash_one(key);
+        self.loads.invalidate(key);
         let removed = self.shard(hash).write().remove(hash, key);
         removed.map(|(_key, value)| value)
     }
@@ -692,7 +726,15 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
 
     /// Counters and entries, with each shard read once.
     fn snapshot(&self) -> (CacheStats, usize) {
-        let mut total = CacheStats { misses: self.misses.sum(0), ..CacheStats::default() };
+        let loads = &self.loads;
+        let mut total = CacheStats {
+            misses: self.misses.sum(0),
+            loads: loads.started.load(Ordering::Relaxed),
+            loads_coalesced: loads.coalesced.load(Ordering::Relaxed),
+            load_failures: loads.failed.load(Ordering::Relaxed),
+            loads_waiting: loads.waiting.load(Ordering::Relaxed),
+            ..CacheStats::default()
+        };
         let mut entries = 0;
         for shard in self.shards.iter() {
             let shard = shard.read();

@@ -89,6 +89,11 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         Some(entry.value.clone())
     }
 
+    /// A lookup that is not a request: the entry's order and frequency stay as they are.
+    pub(crate) fn peek(&self, hash: u64, key: &K) -> Option<V> {
+        Some(self.store.entry(self.store.find(hash, key)?).value.clone())
+    }
+
     /// A lookup under the write lock, for LRU: a hit becomes most recently used.
     pub(crate) fn get_mut(&mut self, hash: u64, key: &K) -> Option<V> {
         let index = self.store.find(hash, key)?;
@@ -103,19 +108,26 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     }
 
     /// Stores `value` for `key` if the key is present (replacing its value: a request,
-    /// like a hit) or the policy admits it.
+    /// like a hit; unless not `replace`, when the present value stays and `value` is
+    /// handed back in `out`) or the policy admits it.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn insert(
         &mut self,
         key: K,
         value: V,
         hash: u64,
         weight: u32,
+        replace: bool,
         gate: Option<&SeenBefore>,
         out: &mut Leftovers<K, V>,
     ) -> Admission {
         let too_heavy = u64::from(weight) > self.policy.capacity;
         let (admission, spare) = match self.store.find(hash, &key) {
+            Some(_) if !replace => {
+                out.unkept = Some((key, value));
+                return Admission::Updated;
+            }
             Some(index) if too_heavy => {
                 // The key's new value does not fit: it leaves rather than keep a value
                 // its owner has replaced.

@@ -1,0 +1,249 @@
+//! The cache's loading methods, and the guard through which a leader owns its load.
+//!
+//! The protocol (who leads, who waits, what a failure hands on) is in `load.rs`; this
+//! module is the cache's side of it: the look in the cache before and after joining a
+//! load, the store of the loaded value, and the guard whose `Drop` hands a load on when
+//! its leader ends without a value. An error, a panic and a dropped future all take that
+//! one path.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::hash::Hash;
+use std::sync::Arc;
+
+use super::load::{Load, Waited};
+use super::shard::Leftovers;
+use super::AdmissionCache;
+use crate::primitive::Ordering;
+
+/// A leader's hold on its load: finishing stores the value and wakes the waiters; being
+/// dropped unfinished hands the load on.
+struct Leader<'a, K: Hash + Eq + Clone, V: Clone> {
+    cache: &'a AdmissionCache<K, V>,
+    key: K,
+    hash: u64,
+    load: Arc<Load<V>>,
+    finished: bool,
+}
+
+/// What joining a load gave: a value, or the lead.
+enum Joined<'a, K: Hash + Eq + Clone, V: Clone> {
+    Value(V),
+    Lead(Leader<'a, K, V>),
+}
+
+impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
+    /// The value of `key`; on a miss, `make()` computes it, and it is stored if the policy
+    /// admits it. Of all callers that miss on the same key at the same time, one runs its
+    /// `make` and the others wait for its value (parked: this call can block for as long
+    /// as that `make` runs). No lock is held while `make` runs. A hit costs what a
+    /// [`get`](Self::get) costs.
+    ///
+    /// Every caller of one load gets its value, whether or not the policy stores it (under
+    /// [`AdmissionPolicy::SecondHit`](super::AdmissionPolicy::SecondHit) a first sighting
+    /// is not stored). A key already present when the load finishes (an
+    /// [`insert`](Self::insert) during the load) keeps its value; a key
+    /// [removed](Self::remove) during the load does not get the loaded value.
+    ///
+    /// If `make` panics, the panic goes on in this call, and the load passes to the
+    /// caller that has waited longest, which runs its own `make`. `make` must not load the
+    /// same key from this cache: it would wait for itself.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::AdmissionCache;
+    ///
+    /// let cache: AdmissionCache<u64, &str> = AdmissionCache::builder().capacity(100).build()?;
+    /// assert_eq!(cache.get_or_insert_with(1, || "computed"), "computed");
+    /// assert_eq!(cache.get_or_insert_with(1, || unreachable!()), "computed");
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub fn get_or_insert_with(&self, key: K, make: impl FnOnce() -> V) -> V {
+        match self.try_get_or_insert_with(key, || Ok::<V, Infallible>(make())) {
+            Ok(value) => value,
+            Err(never) => match never {},
+        }
+    }
+
+    /// [`get_or_insert_with`](Self::get_or_insert_with) with a loader that can fail. An
+    /// error is returned to the caller whose `make` returned it, and is never cached; the
+    /// load then passes to the caller that has waited longest, which runs its own `make`
+    /// (as if it had been first), and so on until one succeeds or no caller waits.
+    ///
+    /// # Errors
+    ///
+    /// The error of this caller's `make`, if it ran and failed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::AdmissionCache;
+    ///
+    /// let cache: AdmissionCache<u64, u64> = AdmissionCache::builder().capacity(100).build()?;
+    /// assert_eq!(cache.try_get_or_insert_with(1, || Err("origin down")), Err("origin down"));
+    /// assert_eq!(cache.try_get_or_insert_with(1, || Ok::<_, &str>(10)), Ok(10));
+    /// assert_eq!(cache.get(&1), Some(10));
+    /// assert_eq!(cache.stats().load_failures, 1);
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub fn try_get_or_insert_with<E>(&self, key: K, make: impl FnOnce() -> Result<V, E>) -> Result<V, E> {
+        if let Some(value) = self.get(&key) {
+            return Ok(value);
+        }
+        let hash = self.hasher.hash_one(&key);
+        let leader = loop {
+            let (load, lead) = self.loads.join(&key);
+            let waited = if lead { Waited::Lead } else { self.loads.wait(&key, &load) };
+            match self.joined(waited, &key, hash, load) {
+                Some(Joined::Value(value)) => return Ok(value),
+                Some(Joined::Lead(leader)) => break leader,
+                None => continue,
+            }
+        };
+        let value = make()?;
+        Ok(leader.finish(value))
+    }
+
+    /// The value of `key`; on a miss, the value `load` resolves to, stored if the policy
+    /// admits it. Of all callers that miss on the same key at the same time, one awaits its
+    /// `load` and the others wait for its value; the futures of the others are dropped
+    /// unpolled. Needs no particular runtime (waiting tasks are woken through their
+    /// `Waker`), holds no lock across an `.await`, and is `Send` when `K`, `V` and `load`
+    /// are. A hit costs what a [`get`](Self::get) costs, and completes at the first poll.
+    ///
+    /// What the waiters get, and what is stored, is as for
+    /// [`get_or_insert_with`](Self::get_or_insert_with). If this future is dropped while it
+    /// loads (a client gone, a timeout), the load passes to the caller that has waited
+    /// longest, which awaits its own `load`; a waiter that is dropped leaves the others
+    /// undisturbed. A `load` that is never driven to completion, by a leader that is
+    /// neither polled nor dropped, holds up its waiters for as long.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::AdmissionCache;
+    ///
+    /// let cache: AdmissionCache<u64, String> = AdmissionCache::builder().capacity(100).build()?;
+    /// # let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// # runtime.block_on(async {
+    /// let value = cache.get_or_insert_async(1, async { "fetched".to_string() }).await;
+    /// assert_eq!(value, "fetched");
+    /// assert_eq!(cache.get_or_insert_async(1, async { unreachable!() }).await, "fetched");
+    /// # });
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub async fn get_or_insert_async(&self, key: K, load: impl Future<Output = V>) -> V {
+        let load = async { Ok::<V, Infallible>(load.await) };
+        match self.try_get_or_insert_async(key, load).await {
+            Ok(value) => value,
+            Err(never) => match never {},
+        }
+    }
+
+    /// [`get_or_insert_async`](Self::get_or_insert_async) with a loader that can fail; an
+    /// error is handled as in [`try_get_or_insert_with`](Self::try_get_or_insert_with).
+    ///
+    /// # Errors
+    ///
+    /// The error `load` resolved to, if this caller awaited it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::AdmissionCache;
+    ///
+    /// let cache: AdmissionCache<u64, u64> = AdmissionCache::builder().capacity(100).build()?;
+    /// # let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// # runtime.block_on(async {
+    /// let failed = cache.try_get_or_insert_async(1, async { Err("origin down") }).await;
+    /// assert_eq!(failed, Err("origin down"));
+    /// assert_eq!(cache.try_get_or_insert_async(1, async { Ok::<_, &str>(10) }).await, Ok(10));
+    /// # });
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub async fn try_get_or_insert_async<E>(
+        &self,
+        key: K,
+        load: impl Future<Output = Result<V, E>>,
+    ) -> Result<V, E> {
+        if let Some(value) = self.get(&key) {
+            return Ok(value);
+        }
+        let hash = self.hasher.hash_one(&key);
+        let leader = loop {
+            let (joined, lead) = self.loads.join(&key);
+            let waited = if lead { Waited::Lead } else { self.loads.wait_async(&key, &joined).await };
+            match self.joined(waited, &key, hash, joined) {
+                Some(Joined::Value(value)) => return Ok(value),
+                Some(Joined::Lead(leader)) => break leader,
+                None => continue,
+            }
+        };
+        let value = load.await?;
+        Ok(leader.finish(value))
+    }
+
+    /// What a caller that joined `load` does next: returns the value it waited for; or,
+    /// leading, looks in the cache once more (a load that finished since this caller's miss
+    /// stored its value there) and finishes the load with what it finds, or takes the lead;
+    /// or `None` to join again.
+    fn joined(&self, waited: Waited<V>, key: &K, hash: u64, load: Arc<Load<V>>) -> Option<Joined<'_, K, V>> {
+        match waited {
+            Waited::Value(value) => Some(Joined::Value(V::clone(&value))),
+            Waited::Again => {
+                self.loads.forget(key, &load);
+                None
+            }
+            Waited::Lead => {
+                let leader = Leader { cache: self, key: key.clone(), hash, load, finished: false };
+                Some(match self.peek_hashed(hash, key) {
+                    Some(found) => Joined::Value(leader.finish_found(found)),
+                    None => {
+                        self.loads.started.fetch_add(1, Ordering::Relaxed);
+                        Joined::Lead(leader)
+                    }
+                })
+            }
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone, V: Clone> Leader<'_, K, V> {
+    /// Stores the loaded `value` (see [`Load`]'s table) and hands it to the waiters.
+    fn finish(mut self, value: V) -> V {
+        let cache = self.cache;
+        // User code first, with no lock held: the weigher and the clones.
+        let weight = cache.weigh(&self.key, &value);
+        let mut stored = Some((self.key.clone(), value.clone()));
+        let mut leftovers = Leftovers::new();
+        let shared = Arc::new(value);
+        cache.loads.finish(&self.key, &self.load, shared.clone(), || {
+            if let Some((key, value)) = stored.take() {
+                let gate = cache.gate.as_ref();
+                let mut shard = cache.shard(self.hash).write();
+                let _ = shard.insert(key, value, self.hash, weight, false, gate, &mut leftovers);
+            }
+        });
+        self.finished = true;
+        drop((stored, leftovers));
+        Arc::try_unwrap(shared).unwrap_or_else(|shared| V::clone(&shared))
+    }
+
+    /// Finishes the load with `found`, the value already in the cache (another caller's
+    /// load stored it: this caller is served by that load).
+    fn finish_found(mut self, found: V) -> V {
+        self.cache.loads.coalesced.fetch_add(1, Ordering::Relaxed);
+        self.cache.loads.finish(&self.key, &self.load, Arc::new(found.clone()), || {});
+        self.finished = true;
+        found
+    }
+}
+
+impl<K: Hash + Eq + Clone, V: Clone> Drop for Leader<'_, K, V> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.cache.loads.abandon(&self.key, &self.load);
+        }
+    }
+}
