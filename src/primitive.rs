@@ -160,6 +160,12 @@ mod imp {
     /// wait (which may also end spuriously).
     pub(crate) use std::thread::{current as current_thread, park, Thread};
 
+    /// Whether a loom model has failed and is unwinding: never in a real build.
+    #[inline]
+    pub(crate) fn failed_model() -> bool {
+        false
+    }
+
     /// Tells the CPU we are in a spin loop.
     pub(crate) fn spin_hint() {
         core::hint::spin_loop();
@@ -263,6 +269,12 @@ mod imp {
 
     /// loom's parking, so that the models see a waiter sleep and wake.
     pub(crate) use loom::thread::{current as current_thread, park, Thread};
+
+    /// Whether a loom model has failed and is unwinding (a panic is a failed model): then
+    /// destructors must not touch loom's primitives, or the process aborts.
+    pub(crate) fn failed_model() -> bool {
+        std::thread::panicking()
+    }
 
     /// Under loom every spin must be a yield, or the model never ends.
     pub(crate) fn spin_hint() {

@@ -21,6 +21,9 @@
 //! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="double_rotation"' ...
 //! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="reader_ignores_writer"' ...
 //! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="unlocked_drain"' ...
+//! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="unchecked_wait"' ...
+//! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="forgetful_handoff"' ...
+//! RUSTFLAGS='--cfg cuckoo_gate_loom --cfg cuckoo_gate_broken="remove_ignores_load"' ...
 //! ```
 //!
 //! Tables are tiny (3 buckets of 4 slots, or one group of 63 windows, one stripe) and keys
@@ -609,5 +612,82 @@ fn cache_writers_take_turns() {
         cache.insert(2, 2);
         other.join().unwrap();
         assert_eq!((cache.get(&1), cache.get(&2)), (Some(1), Some(2)), "a write was lost");
+    });
+}
+
+/// [`one_shard_cache`], owned: the loading models share it in a `std` `Arc`, as loom's
+/// cannot be dropped while a failed model unwinds (a deadlock is how these models fail).
+fn one_shard_cache_owned() -> cuckoo_gate::AdmissionCache<u64, u64> {
+    cuckoo_gate::AdmissionCache::builder().capacity(4).shards(1).seed(SEED).build().unwrap()
+}
+
+/// A loader and a waiter on one missing key: the loader runs once, and both callers get
+/// its value, whether the second caller waits, finds the stored value, or leads and finds
+/// it in its second look (a waiter that registered too late would sleep for ever: loom
+/// fails a model in which every thread waits).
+#[test]
+#[cfg_attr(cuckoo_gate_broken = "unchecked_wait", should_panic(expected = "deadlock"))]
+fn cache_load_runs_once_for_a_loader_and_a_waiter() {
+    model(|| {
+        let cache = std::sync::Arc::new(one_shard_cache_owned());
+        let calls = std::sync::Arc::new(loom::sync::atomic::AtomicUsize::new(0));
+        let load = |cache: &cuckoo_gate::AdmissionCache<u64, u64>,
+                    calls: &loom::sync::atomic::AtomicUsize| {
+            cache.get_or_insert_with(1, || {
+                calls.fetch_add(1, loom::sync::atomic::Ordering::Relaxed);
+                10
+            })
+        };
+        let other = {
+            let (cache, calls) = (cache.clone(), calls.clone());
+            thread::spawn(move || load(&cache, &calls))
+        };
+        let mine = load(&cache, &calls);
+        assert_eq!((mine, other.join().unwrap()), (10, 10));
+        assert_eq!(calls.load(loom::sync::atomic::Ordering::Relaxed), 1, "loaded twice");
+    });
+}
+
+/// A loader that fails while another caller joins its load: the other caller gets a value
+/// (it waited and was handed the load, or led after the failure), never sleeps for ever.
+#[test]
+#[cfg_attr(
+    any(cuckoo_gate_broken = "forgetful_handoff", cuckoo_gate_broken = "unchecked_wait"),
+    should_panic(expected = "deadlock")
+)]
+fn cache_load_failure_hands_the_load_to_its_waiter() {
+    model(|| {
+        let cache = std::sync::Arc::new(one_shard_cache_owned());
+        let other = {
+            let cache = cache.clone();
+            thread::spawn(move || cache.try_get_or_insert_with(1, || Ok::<u64, ()>(20)))
+        };
+        let mine = cache.try_get_or_insert_with(1, || Err::<u64, ()>(()));
+        assert!(matches!(mine, Err(()) | Ok(20)), "the failed loader got {mine:?}");
+        assert_eq!(other.join().unwrap(), Ok(20));
+        assert_eq!(cache.get(&1), Some(20));
+    });
+}
+
+/// A `remove` racing a load, after the origin changed: the value loaded before the
+/// remove is not left in the cache after it (the remove marks the load, or removes what
+/// the load stored first).
+#[test]
+#[cfg_attr(cuckoo_gate_broken = "remove_ignores_load", should_panic(expected = "a stale value outlived"))]
+fn cache_remove_racing_a_load_leaves_no_stale_value() {
+    model(|| {
+        use loom::sync::atomic::{AtomicU64, Ordering};
+        let cache = std::sync::Arc::new(one_shard_cache_owned());
+        let origin = std::sync::Arc::new(AtomicU64::new(1));
+        let loader = {
+            let (cache, origin) = (cache.clone(), origin.clone());
+            thread::spawn(move || cache.get_or_insert_with(1, || origin.load(Ordering::SeqCst)))
+        };
+        origin.store(2, Ordering::SeqCst);
+        cache.remove(&1);
+        let loaded = loader.join().unwrap();
+        assert!(matches!(loaded, 1 | 2));
+        let left = cache.peek(&1);
+        assert!(matches!(left, None | Some(2)), "a stale value outlived the remove: {left:?}");
     });
 }

@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use crate::broken;
-use crate::primitive::{current_thread, park, AtomicU64, Mutex, Ordering, Thread};
+use crate::primitive::{current_thread, failed_model, park, AtomicU64, Mutex, Ordering, Thread};
 
 /// The loads in flight, and their counters.
 pub(crate) struct Loads<K, V> {
@@ -339,7 +339,7 @@ impl<K: Hash + Eq, V> Waiter<'_, K, V> {
 
 impl<K: Hash + Eq, V> Drop for Waiter<'_, K, V> {
     fn drop(&mut self) {
-        if let Some(id) = self.id {
+        if let Some(id) = self.id.filter(|_| !failed_model()) {
             self.loads.waiting.fetch_sub(1, Ordering::Relaxed);
             if self.load.leave(id) {
                 self.loads.hand_on(self.key, self.load);
