@@ -114,6 +114,13 @@
 //! the second request, asking the shared gate) or `Always` (an exact LRU per shard). Each
 //! operation hashes its key once, and the hash serves the shard, its table and the gate.
 //!
+//! [`AdmissionCache::get_or_insert_with`] and its fallible and async forms coalesce
+//! loading: of the callers that miss on one key at a time, one runs its loader and the
+//! others wait for its value (parked, or woken through their `Waker`); a loader that fails,
+//! panics or is dropped hands the load to the longest waiter. Loads in flight live in a
+//! map beside the shards, so a hit is a plain `get` (the states and their transitions are
+//! tabulated in `src/cache/load.rs`).
+//!
 //! ## Snapshots
 //!
 //! [`CuckooFilter::snapshot`] and [`SeenBefore::snapshot`] write a versioned,

@@ -20,8 +20,9 @@ pub const CAPACITY: usize = 100_000;
 pub const OPS: usize = 1_000_000;
 
 /// The workloads: `get-heavy` is a read-through cache (`get`, and `insert` on a miss),
-/// `mixed` half `get`, half `insert` of the key drawn.
-pub const WORKLOADS: [&str; 2] = ["get-heavy", "mixed"];
+/// `mixed` half `get`, half `insert` of the key drawn, `get-or-insert` the read-through
+/// through each cache's own get-or-insert call (coalesced where the cache coalesces).
+pub const WORKLOADS: [&str; 3] = ["get-heavy", "mixed", "get-or-insert"];
 
 /// `n` draws from Zipf(0.99) over [`OBJECTS`] keys, by inverse transform sampling.
 pub fn zipf_requests(n: usize) -> Vec<u64> {
@@ -47,6 +48,9 @@ pub fn zipf_requests(n: usize) -> Vec<u64> {
 pub trait Cache: Sync {
     fn get(&self, key: u64) -> Option<u64>;
     fn insert(&self, key: u64, value: u64);
+    /// The value of `key`, made (as `key`) and inserted on a miss through the cache's own
+    /// get-or-insert call; whether it was a hit.
+    fn get_or_insert(&self, key: u64) -> bool;
 }
 
 impl Cache for AdmissionCache<u64, u64> {
@@ -55,6 +59,14 @@ impl Cache for AdmissionCache<u64, u64> {
     }
     fn insert(&self, key: u64, value: u64) {
         black_box(AdmissionCache::insert(self, key, value));
+    }
+    fn get_or_insert(&self, key: u64) -> bool {
+        let mut hit = true;
+        black_box(self.get_or_insert_with(key, || {
+            hit = false;
+            key
+        }));
+        hit
     }
 }
 
@@ -65,6 +77,15 @@ impl Cache for quick_cache::sync::Cache<u64, u64> {
     fn insert(&self, key: u64, value: u64) {
         quick_cache::sync::Cache::insert(self, key, value);
     }
+    fn get_or_insert(&self, key: u64) -> bool {
+        let mut hit = true;
+        let made = self.get_or_insert_with(&key, || {
+            hit = false;
+            Ok::<u64, std::convert::Infallible>(key)
+        });
+        black_box(made.ok());
+        hit
+    }
 }
 
 impl Cache for moka::sync::Cache<u64, u64> {
@@ -73,6 +94,14 @@ impl Cache for moka::sync::Cache<u64, u64> {
     }
     fn insert(&self, key: u64, value: u64) {
         moka::sync::Cache::insert(self, key, value);
+    }
+    fn get_or_insert(&self, key: u64) -> bool {
+        let mut hit = true;
+        black_box(self.get_with(key, || {
+            hit = false;
+            key
+        }));
+        hit
     }
 }
 
@@ -84,6 +113,14 @@ impl Cache for Lru {
     }
     fn insert(&self, key: u64, value: u64) {
         self.lock().unwrap().put(key, value);
+    }
+    fn get_or_insert(&self, key: u64) -> bool {
+        let mut lru = self.lock().unwrap();
+        let hit = lru.get(&key).is_some();
+        if !hit {
+            lru.put(key, key);
+        }
+        hit
     }
 }
 
@@ -137,7 +174,10 @@ pub fn round(cache: &dyn Cache, workload: &str, requests: &[u64], threads: usize
             s.spawn(move || {
                 let (mut g, mut h) = (0, 0);
                 for (i, &k) in part.iter().enumerate() {
-                    if workload == "get-heavy" || mixed_get(n * chunk + i) {
+                    if workload == "get-or-insert" {
+                        g += 1;
+                        h += u64::from(cache.get_or_insert(k));
+                    } else if workload == "get-heavy" || mixed_get(n * chunk + i) {
                         g += 1;
                         match cache.get(k) {
                             Some(_) => h += 1,

@@ -28,32 +28,42 @@
 use std::future::Future;
 use std::hash::Hash;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
 
 use crate::broken;
-use crate::primitive::{current_thread, failed_model, park, AtomicU64, Mutex, Ordering, Thread};
+use crossbeam_utils::CachePadded;
+
+use crate::primitive::{current_thread, failed_model, park, AtomicU64, Mutex, Ordering, Tally, Thread};
 
 /// The loads in flight, and their counters.
 pub(crate) struct Loads<K, V> {
     map: Map<K, Arc<Load<V>>>,
-    /// Loaders run.
-    pub(crate) started: AtomicU64,
-    /// Waiters served by another caller's load.
-    pub(crate) coalesced: AtomicU64,
-    /// Loads that ended without a value (an error, a panic, a dropped future).
-    pub(crate) failed: AtomicU64,
-    /// Callers registered as waiters now.
-    pub(crate) waiting: AtomicU64,
+    /// [`STARTED`], [`COALESCED`] and [`FAILED`], striped by thread (see [`Tally`]).
+    pub(crate) counts: Tally<3>,
+    /// Callers registered as waiters now (on a line of its own: the fields beside it are
+    /// read by every lookup).
+    pub(crate) waiting: CachePadded<AtomicU64>,
 }
+
+/// Loaders run.
+pub(crate) const STARTED: usize = 0;
+/// Callers served by another caller's load.
+pub(crate) const COALESCED: usize = 1;
+/// Loads that ended without a value (an error, a panic, a dropped future).
+pub(crate) const FAILED: usize = 2;
 
 /// One key's load.
 pub(crate) struct Load<V> {
-    state: Mutex<State<V>>,
+    state: Mutex<State>,
+    /// The leader's value, set once, before the phase becomes [`Phase::Ready`] under the
+    /// state's lock; read by those that saw it ready, without the lock (a clone of it is
+    /// user code). It lives in the load's own allocation.
+    value: OnceLock<V>,
 }
 
-struct State<V> {
-    phase: Phase<V>,
+struct State {
+    phase: Phase,
     /// Registered waiters, longest waiting first.
     waiters: Vec<(u64, Wake)>,
     next_id: u64,
@@ -61,12 +71,12 @@ struct State<V> {
     invalidated: bool,
 }
 
-enum Phase<V> {
+enum Phase {
     /// The leader runs its loader; `handed_to` is the waiter the load was handed to, which
     /// has not yet woken to take it.
     Loading { handed_to: Option<u64> },
-    /// The value, for every waiter and every caller that finds the load in the map.
-    Ready(Arc<V>),
+    /// The value is set, for every waiter and every caller that finds the load in the map.
+    Ready,
     /// Ended without a value and without a waiter: whoever finds it starts again.
     Closed,
 }
@@ -87,9 +97,9 @@ impl Wake {
 }
 
 /// What a waiter found.
-pub(crate) enum Waited<V> {
-    /// The leader's value.
-    Value(Arc<V>),
+pub(crate) enum Waited {
+    /// The leader's value is ready ([`Load::value`]).
+    Value,
     /// The load was handed to this waiter: it leads now.
     Lead,
     /// The load closed: start again.
@@ -112,17 +122,22 @@ impl<V> Load<V> {
             next_id: 0,
             invalidated: false,
         };
-        Load { state: Mutex::new(state) }
+        Load { state: Mutex::new(state), value: OnceLock::new() }
+    }
+
+    /// The leader's value, once the load is [`Phase::Ready`].
+    pub(crate) fn value(&self) -> &V {
+        self.value.get().expect("a ready load holds its value")
     }
 
     /// Checks the load for the waiter `id` (`None` before it registered): its result if
     /// there is one, or else registers `wake` (replacing the waiter's earlier one).
-    fn poll(&self, id: &mut Option<u64>, wake: Wake) -> Poll<Waited<V>> {
+    fn poll(&self, id: &mut Option<u64>, wake: Wake) -> Poll<Waited> {
         let mut state = self.state.lock();
         match &mut state.phase {
-            Phase::Ready(value) => {
+            Phase::Ready => {
                 *id = None;
-                return Poll::Ready(Waited::Value(value.clone()));
+                return Poll::Ready(Waited::Value);
             }
             Phase::Closed => {
                 *id = None;
@@ -161,12 +176,14 @@ impl<V> Load<V> {
     /// Finishes the load with `value`: runs `store` first unless a `remove` came during the
     /// load, then hands the value to the waiters, whom it returns to be woken once the
     /// lock is released.
-    fn finish(&self, value: Arc<V>, store: impl FnOnce()) -> Vec<Wake> {
+    fn finish(&self, value: V, store: impl FnOnce()) -> Vec<Wake> {
         let mut state = self.state.lock();
         if !state.invalidated {
             store();
         }
-        state.phase = Phase::Ready(value);
+        // Set once: a load is finished once, by the one leader it has at a time.
+        let _ = self.value.set(value);
+        state.phase = Phase::Ready;
         state.waiters.drain(..).map(|(_, wake)| wake).collect()
     }
 
@@ -213,20 +230,19 @@ impl<V> Load<V> {
                 state.invalidated = !broken::REMOVE_IGNORES_LOAD;
                 false
             }
-            Phase::Ready(_) => true,
+            Phase::Ready => true,
             Phase::Closed => false,
         }
     }
 }
 
 impl<K: Hash + Eq, V> Loads<K, V> {
-    pub(crate) fn new(hasher: ahash::RandomState) -> Self {
+    /// Loads whose counters have `stripes` stripes (a power of two).
+    pub(crate) fn new(hasher: ahash::RandomState, stripes: usize) -> Self {
         Loads {
             map: Map::new(hasher),
-            started: AtomicU64::new(0),
-            coalesced: AtomicU64::new(0),
-            failed: AtomicU64::new(0),
-            waiting: AtomicU64::new(0),
+            counts: Tally::new(stripes),
+            waiting: CachePadded::new(AtomicU64::new(0)),
         }
     }
 
@@ -245,7 +261,7 @@ impl<K: Hash + Eq, V> Loads<K, V> {
     }
 
     /// Waits, parking the thread, for the load that `key`'s leader runs.
-    pub(crate) fn wait(&self, key: &K, load: &Arc<Load<V>>) -> Waited<V> {
+    pub(crate) fn wait(&self, key: &K, load: &Arc<Load<V>>) -> Waited {
         let mut waiter = Waiter { loads: self, key, load, id: None };
         loop {
             match waiter.poll_with(Wake::Thread(current_thread())) {
@@ -261,7 +277,7 @@ impl<K: Hash + Eq, V> Loads<K, V> {
     }
 
     /// The leader finishes with `value`; see [`Load::finish`].
-    pub(crate) fn finish(&self, key: &K, load: &Arc<Load<V>>, value: Arc<V>, store: impl FnOnce()) {
+    pub(crate) fn finish(&self, key: &K, load: &Arc<Load<V>>, value: V, store: impl FnOnce()) {
         let woken = load.finish(value, store);
         // A caller that finds the finished load in the map still gets its value; one that
         // comes after it left finds the value in the cache, stored before.
@@ -271,7 +287,7 @@ impl<K: Hash + Eq, V> Loads<K, V> {
 
     /// The leader is gone without a value.
     pub(crate) fn abandon(&self, key: &K, load: &Arc<Load<V>>) {
-        self.failed.fetch_add(1, Ordering::Relaxed);
+        self.counts.add(FAILED);
         self.hand_on(key, load);
     }
 
@@ -307,9 +323,9 @@ pub(crate) struct Waiter<'a, K: Hash + Eq, V> {
 }
 
 impl<K: Hash + Eq, V> Future for Waiter<'_, K, V> {
-    type Output = Waited<V>;
+    type Output = Waited;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Waited<V>> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Waited> {
         let waker = cx.waker().clone();
         self.poll_with(Wake::Task(waker))
     }
@@ -317,7 +333,7 @@ impl<K: Hash + Eq, V> Future for Waiter<'_, K, V> {
 
 impl<K: Hash + Eq, V> Waiter<'_, K, V> {
     /// [`Load::poll`], counting the waiter in and out of [`Loads::waiting`].
-    fn poll_with(&mut self, wake: Wake) -> Poll<Waited<V>> {
+    fn poll_with(&mut self, wake: Wake) -> Poll<Waited> {
         let registered = self.id.is_some();
         let polled = self.load.poll(&mut self.id, wake);
         let loads = self.loads;
@@ -328,8 +344,8 @@ impl<K: Hash + Eq, V> Waiter<'_, K, V> {
                 if registered {
                     loads.waiting.fetch_sub(1, Ordering::Relaxed);
                 }
-                if let Waited::Value(_) = waited {
-                    loads.coalesced.fetch_add(1, Ordering::Relaxed);
+                if let Waited::Value = waited {
+                    loads.counts.add(COALESCED);
                 }
             }
         }
@@ -368,9 +384,6 @@ impl<K: Hash + Eq, L: Clone> Map<K, L> {
     where
         K: Clone,
     {
-        if let Some(found) = self.get(key) {
-            return (found, false);
-        }
         match self.0.entry(key.clone()) {
             dashmap::Entry::Occupied(found) => (found.get().clone(), false),
             dashmap::Entry::Vacant(vacant) => (vacant.insert(make()).value().clone(), true),

@@ -11,10 +11,9 @@ use std::future::Future;
 use std::hash::Hash;
 use std::sync::Arc;
 
-use super::load::{Load, Waited};
+use super::load::{Load, Waited, COALESCED, STARTED};
 use super::shard::Leftovers;
 use super::AdmissionCache;
-use crate::primitive::Ordering;
 
 /// A leader's hold on its load: finishing stores the value and wakes the waiters; being
 /// dropped unfinished hands the load on.
@@ -88,10 +87,10 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     pub fn try_get_or_insert_with<E>(&self, key: K, make: impl FnOnce() -> Result<V, E>) -> Result<V, E> {
-        if let Some(value) = self.get(&key) {
+        let hash = self.hasher.hash_one(&key);
+        if let Some(value) = self.get_hashed(hash, &key) {
             return Ok(value);
         }
-        let hash = self.hasher.hash_one(&key);
         let leader = loop {
             let (load, lead) = self.loads.join(&key);
             let waited = if lead { Waited::Lead } else { self.loads.wait(&key, &load) };
@@ -167,10 +166,10 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
         key: K,
         load: impl Future<Output = Result<V, E>>,
     ) -> Result<V, E> {
-        if let Some(value) = self.get(&key) {
+        let hash = self.hasher.hash_one(&key);
+        if let Some(value) = self.get_hashed(hash, &key) {
             return Ok(value);
         }
-        let hash = self.hasher.hash_one(&key);
         let leader = loop {
             let (joined, lead) = self.loads.join(&key);
             let waited = if lead { Waited::Lead } else { self.loads.wait_async(&key, &joined).await };
@@ -188,9 +187,9 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
     /// leading, looks in the cache once more (a load that finished since this caller's miss
     /// stored its value there) and finishes the load with what it finds, or takes the lead;
     /// or `None` to join again.
-    fn joined(&self, waited: Waited<V>, key: &K, hash: u64, load: Arc<Load<V>>) -> Option<Joined<'_, K, V>> {
+    fn joined(&self, waited: Waited, key: &K, hash: u64, load: Arc<Load<V>>) -> Option<Joined<'_, K, V>> {
         match waited {
-            Waited::Value(value) => Some(Joined::Value(V::clone(&value))),
+            Waited::Value => Some(Joined::Value(load.value().clone())),
             Waited::Again => {
                 self.loads.forget(key, &load);
                 None
@@ -200,7 +199,7 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
                 Some(match self.peek_hashed(hash, key) {
                     Some(found) => Joined::Value(leader.finish_found(found)),
                     None => {
-                        self.loads.started.fetch_add(1, Ordering::Relaxed);
+                        self.loads.counts.add(STARTED);
                         Joined::Lead(leader)
                     }
                 })
@@ -217,8 +216,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Leader<'_, K, V> {
         let weight = cache.weigh(&self.key, &value);
         let mut stored = Some((self.key.clone(), value.clone()));
         let mut leftovers = Leftovers::new();
-        let shared = Arc::new(value);
-        cache.loads.finish(&self.key, &self.load, shared.clone(), || {
+        cache.loads.finish(&self.key, &self.load, value, || {
             if let Some((key, value)) = stored.take() {
                 let gate = cache.gate.as_ref();
                 let mut shard = cache.shard(self.hash).write();
@@ -227,16 +225,16 @@ impl<K: Hash + Eq + Clone, V: Clone> Leader<'_, K, V> {
         });
         self.finished = true;
         drop((stored, leftovers));
-        Arc::try_unwrap(shared).unwrap_or_else(|shared| V::clone(&shared))
+        self.load.value().clone()
     }
 
     /// Finishes the load with `found`, the value already in the cache (another caller's
     /// load stored it: this caller is served by that load).
     fn finish_found(mut self, found: V) -> V {
-        self.cache.loads.coalesced.fetch_add(1, Ordering::Relaxed);
-        self.cache.loads.finish(&self.key, &self.load, Arc::new(found.clone()), || {});
+        self.cache.loads.counts.add(COALESCED);
+        self.cache.loads.finish(&self.key, &self.load, found, || {});
         self.finished = true;
-        found
+        self.load.value().clone()
     }
 }
 

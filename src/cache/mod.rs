@@ -445,7 +445,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
         Ok(AdmissionCache {
             shards,
             gate,
-            loads: Loads::new(hasher.clone()),
+            loads: Loads::new(hasher.clone(), stripes),
             hasher,
             policy: self.policy,
             capacity,
@@ -497,7 +497,12 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// ```
     #[inline]
     pub fn get(&self, key: &K) -> Option<V> {
-        let hash = self.hasher.hash_one(key);
+        self.get_hashed(self.hasher.hash_one(key), key)
+    }
+
+    /// [`get`](Self::get) of a key whose hash is known.
+    #[inline]
+    fn get_hashed(&self, hash: u64, key: &K) -> Option<V> {
         let shard = self.shard(hash);
         let found = match self.policy {
             AdmissionPolicy::Always => {
@@ -729,9 +734,9 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         let loads = &self.loads;
         let mut total = CacheStats {
             misses: self.misses.sum(0),
-            loads: loads.started.load(Ordering::Relaxed),
-            loads_coalesced: loads.coalesced.load(Ordering::Relaxed),
-            load_failures: loads.failed.load(Ordering::Relaxed),
+            loads: loads.counts.sum(load::STARTED),
+            loads_coalesced: loads.counts.sum(load::COALESCED),
+            load_failures: loads.counts.sum(load::FAILED),
             loads_waiting: loads.waiting.load(Ordering::Relaxed),
             ..CacheStats::default()
         };
