@@ -168,7 +168,7 @@ fn evicted_keys_return_without_waiting() {
         .build()
         .unwrap();
     for key in [1, 1, 2, 2, 3, 3] {
-        cache.insert(key, key);
+        let _ = cache.insert(key, key);
     }
     assert_eq!(cache.get(&1), None, "1 was evicted");
     // The gate kept the evicted key as a ghost: it is admitted on its next request.
@@ -186,17 +186,17 @@ fn s3fifo_keeps_reused_keys_through_a_scan_and_readmits_ghosts() {
     assert_eq!(cache.get(&1), Some(1));
     assert_eq!(cache.get(&1), Some(1));
     for key in 1_000..1_300 {
-        cache.insert(key, key); // a scan of 300 new keys through a 100-entry cache
+        let _ = cache.insert(key, key); // a scan of 300 new keys through a 100-entry cache
     }
     assert_eq!(cache.get(&1), Some(1), "a reused key is not pushed out by a scan");
     assert_eq!(cache.get(&1_000), None, "a scanned key left unused");
     // A key that left the small queue unused is a ghost: asked again, it goes to main,
     // where the next scan does not reach it before its requests run out (in the small
     // queue, with one request, the scan would push it out).
-    cache.insert(1_250, 1_250);
+    let _ = cache.insert(1_250, 1_250);
     assert_eq!(cache.get(&1_250), Some(1_250));
     for key in 2_000..2_050 {
-        cache.insert(key, key);
+        let _ = cache.insert(key, key);
     }
     assert_eq!(cache.get(&1_250), Some(1_250));
     assert!(cache.len() <= 100);

@@ -85,8 +85,8 @@ fn assert_consistent(cache: &Cache) {
     }
     assert_eq!(found, cache.len());
     assert!(cache.len() as u64 <= cache.capacity());
-    cache.insert(Key(5_000), Value(5_000));
-    cache.insert(Key(5_000), Value(5_000));
+    let _ = cache.insert(Key(5_000), Value(5_000));
+    let _ = cache.insert(Key(5_000), Value(5_000));
     let stored = cache.get(&Key(5_000));
     assert_eq!(cache.remove(&Key(5_000)), stored);
 }
@@ -94,7 +94,7 @@ fn assert_consistent(cache: &Cache) {
 fn fill(cache: &Cache, ids: std::ops::RangeInclusive<u64>) {
     for id in ids {
         for _ in 0..2 {
-            cache.insert(Key(id), Value(id));
+            let _ = cache.insert(Key(id), Value(id));
         }
     }
 }
@@ -167,8 +167,8 @@ fn panicking_drop_during_eviction_loses_nothing_else() {
         arm(&DROP_PANICS, stored);
         let panicked = (1_000..20_000).any(|new| {
             catch_unwind(AssertUnwindSafe(|| {
-                cache.insert(Key(new), Value(new));
-                cache.insert(Key(new), Value(new));
+                let _ = cache.insert(Key(new), Value(new));
+                let _ = cache.insert(Key(new), Value(new));
             }))
             .is_err()
         });
@@ -216,8 +216,8 @@ fn keys_and_values_are_dropped_outside_the_lock() {
             for id in 1..=200 {
                 // Admitted or refused, then an update (the offered key is dropped), and
                 // evictions all along.
-                cache.insert(Reentrant(id), id);
-                cache.insert(Reentrant(id), id + 1);
+                let _ = cache.insert(Reentrant(id), id);
+                let _ = cache.insert(Reentrant(id), id + 1);
                 cache.get_or_insert_with(Reentrant(id / 3), || id);
                 cache.remove(&Reentrant(id / 2));
             }

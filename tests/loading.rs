@@ -349,10 +349,10 @@ fn a_timed_out_leader_hands_the_load_to_a_waiting_task() {
 fn an_insert_during_a_load_keeps_its_value() {
     for policy in POLICIES {
         let cache = cache(policy, 100);
-        cache.insert(2, 0); // under SecondHit the gate has now seen key 2
+        let _ = cache.insert(2, 0); // under SecondHit the gate has now seen key 2
         cache.remove(&2);
         let loaded = cache.get_or_insert_with(2, || {
-            cache.insert(2, 20); // another caller's insert, during the load
+            let _ = cache.insert(2, 20); // another caller's insert, during the load
             21
         });
         assert_eq!(loaded, 21, "{policy:?}: the loader's callers get the loaded value");

@@ -562,7 +562,7 @@ fn one_shard_cache() -> Arc<cuckoo_gate::AdmissionCache<u64, u64>> {
 fn cache_reader_and_writer_never_overlap() {
     model(|| {
         let cache = one_shard_cache();
-        cache.insert(1u64, 10u64);
+        let _ = cache.insert(1u64, 10u64);
         let writer = {
             let cache = cache.clone();
             thread::spawn(move || cache.insert(1, 11))
@@ -583,7 +583,7 @@ fn cache_reader_and_writer_never_overlap() {
 fn cache_hits_survive_their_drain() {
     model(|| {
         let cache = one_shard_cache();
-        cache.insert(1u64, 1u64);
+        let _ = cache.insert(1u64, 1u64);
         let readers: Vec<_> = (0..2)
             .map(|_| {
                 let cache = cache.clone();
@@ -609,7 +609,7 @@ fn cache_writers_take_turns() {
             let cache = cache.clone();
             thread::spawn(move || cache.insert(1u64, 1u64))
         };
-        cache.insert(2, 2);
+        let _ = cache.insert(2, 2);
         other.join().unwrap();
         assert_eq!((cache.get(&1), cache.get(&2)), (Some(1), Some(2)), "a write was lost");
     });

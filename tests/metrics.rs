@@ -41,7 +41,7 @@ fn filter_and_cache_publish_their_counters() {
     filter.remove(&7u32);
     for _ in 0..2 {
         if cache.get(&1).is_none() {
-            cache.insert(1, 1);
+            let _ = cache.insert(1, 1);
         }
     }
     cache.get(&1);

@@ -260,6 +260,11 @@ impl<K: Hash + Eq, V> Loads<K, V> {
         }
     }
 
+    /// A `clear`: marks every load in flight, as [`Loads::invalidate`] does one.
+    pub(crate) fn invalidate_all(&self) {
+        self.map.retain(|load| !load.invalidate());
+    }
+
     /// Waits, parking the thread, for the load that `key`'s leader runs.
     pub(crate) fn wait(&self, key: &K, load: &Arc<Load<V>>) -> Waited {
         let mut waiter = Waiter { loads: self, key, load, id: None };
@@ -394,6 +399,12 @@ impl<K: Hash + Eq, L: Clone> Map<K, L> {
         // The entry, if removed, is dropped here, after the map's lock is released.
         let _removed = self.0.remove_if(key, |_, found| is(found));
     }
+
+    /// Keeps the entries `keep` accepts. The others' keys (clones of callers' keys) drop
+    /// under the map's lock.
+    fn retain(&self, mut keep: impl FnMut(&L) -> bool) {
+        self.0.retain(|_, load| keep(load));
+    }
 }
 
 /// The map of loads in flight under loom: one loom mutex, so that the models see it.
@@ -426,5 +437,9 @@ impl<K: Hash + Eq, L: Clone> Map<K, L> {
         let removed = map.get(key).is_some_and(is).then(|| map.remove(key));
         drop(map);
         drop(removed);
+    }
+
+    fn retain(&self, mut keep: impl FnMut(&L) -> bool) {
+        self.0.lock().retain(|_, load| keep(load));
     }
 }

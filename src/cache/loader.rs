@@ -12,7 +12,7 @@ use std::hash::Hash;
 use std::sync::Arc;
 
 use super::load::{Load, Waited, COALESCED, STARTED};
-use super::shard::Leftovers;
+use super::shard::Write;
 use super::AdmissionCache;
 
 /// A leader's hold on its load: finishing stores the value and wakes the waiters; being
@@ -215,16 +215,23 @@ impl<K: Hash + Eq + Clone, V: Clone> Leader<'_, K, V> {
         // User code first, with no lock held: the weigher and the clones.
         let weight = cache.weigh(&self.key, &value);
         let mut stored = Some((self.key.clone(), value.clone()));
-        let mut leftovers = Leftovers::new();
+        let mut leftovers = cache.leftovers();
         cache.loads.finish(&self.key, &self.load, value, || {
             if let Some((key, value)) = stored.take() {
-                let gate = cache.gate.as_ref();
-                let mut shard = cache.shard(self.hash).write();
-                let _ = shard.insert(key, value, self.hash, weight, false, gate, &mut leftovers);
+                let write = Write {
+                    hash: self.hash,
+                    weight,
+                    replace: false,
+                    lifetime: None,
+                    gate: cache.gate.as_ref(),
+                    expiry: &cache.expiry,
+                };
+                let _ = cache.shard(self.hash).write().insert(key, value, &write, &mut leftovers);
             }
         });
         self.finished = true;
-        drop((stored, leftovers));
+        drop(stored);
+        cache.report(leftovers);
         self.load.value().clone()
     }
 

@@ -6,6 +6,9 @@
 //! * `ghost.rs`: the adaptive split's windows of recent evictions, small cuckoo filters.
 //! * `lock.rs`: the shards' reader-writer lock, which also counts their hits.
 //! * `shard.rs`: one shard's operations, and what leaves it.
+//! * `expiry.rs`: the clock, lifetimes and the column of deadlines.
+//! * `listener.rs`: why entries leave, and the listener told of it.
+//! * `load.rs`, `loader.rs`: coalesced loading.
 //!
 //! Each operation hashes its key once; the hash picks the shard, finds the entry in the
 //! shard's table and stands for the key in the gate or the shard's ghosts. Lookups take
@@ -19,7 +22,9 @@ mod metrics;
 #[cfg(all(feature = "metrics", feature = "foyer"))]
 pub(crate) use self::metrics::AdmissionMetrics;
 mod bloom;
+mod expiry;
 mod ghost;
+mod listener;
 mod load;
 mod loader;
 mod lock;
@@ -30,15 +35,21 @@ mod store;
 use std::fmt;
 use std::hash::Hash;
 use std::marker::PhantomData;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
+use self::expiry::{ticks, Expiry};
+pub use self::expiry::{Clock, ManualClock};
+pub use self::listener::RemovalCause;
+use self::listener::{report, Listener};
 use self::load::Loads;
 use self::lock::ShardLock;
 pub use self::policy::AdmissionPolicy;
-use self::policy::SharedSplit;
-use self::shard::{Counters, Leftovers, Shard};
+use self::policy::{Removed, SharedSplit};
+use self::shard::{Counters, Leftovers, Shard, Write};
 use crate::error::BuildError;
 use crate::filter::{random_seed, seeded_hasher};
 #[cfg(feature = "metrics")]
@@ -59,6 +70,10 @@ pub const MAX_SHARDS: usize = 1 << 16;
 /// even when a skewed workload sends many of them to the shards of its hottest keys.
 const SHARDS_PER_CORE: usize = 16;
 
+/// Most shards a weighted cache gets by default: each shard then holds at least an
+/// eighth of the capacity, the most an entry may weigh (see [`Admission::TooHeavy`]).
+const WEIGHTED_SHARDS: usize = 8;
+
 /// Fewest entries a default shard is sized for, so that each shard's policy keeps a
 /// useful order (S3-FIFO's small queue starts at a tenth of the shard, 25 or more) and, under
 /// a weigher, an entry of a few hundred average weights still fits its shard.
@@ -74,8 +89,10 @@ pub enum Admission {
     Rejected,
     /// The key was present; its value was replaced.
     Updated,
-    /// The entry weighs more than one shard holds, so it was not stored (and a present
-    /// key was removed, rather than keep the value it replaced).
+    /// The entry weighs more than its shard holds (the capacity divided by the shard
+    /// count, rounded down; at least an eighth of the capacity under the default shard
+    /// count), so it was not stored, and a present key was removed rather than keep the
+    /// value it replaced.
     TooHeavy,
 }
 
@@ -93,6 +110,8 @@ pub struct CacheStats {
     pub rejected: u64,
     /// Entries pushed out to make room.
     pub evictions: u64,
+    /// Entries whose lifetime ended, reclaimed or found expired.
+    pub expirations: u64,
     /// Loaders run by [`get_or_insert_with`](AdmissionCache::get_or_insert_with) and the
     /// other loading methods (one per key missing at a time).
     pub loads: u64,
@@ -155,6 +174,8 @@ pub struct AdmissionCache<K, V> {
     misses: Tally<1>,
     /// Loads in flight.
     loads: Loads<K, V>,
+    expiry: Expiry,
+    listener: Option<Listener<K, V>>,
     #[cfg(feature = "metrics")]
     metrics: Option<metrics::CacheMetrics>,
 }
@@ -175,6 +196,10 @@ pub struct AdmissionCacheBuilder<K, V> {
     estimated_entries: Option<usize>,
     weigher: Option<Weigher<K, V>>,
     seed: Option<u64>,
+    time_to_live: Option<Duration>,
+    time_to_idle: Option<Duration>,
+    clock: Clock,
+    listener: Option<Listener<K, V>>,
     #[cfg(feature = "metrics")]
     metrics_name: Option<String>,
 }
@@ -190,6 +215,10 @@ impl<K, V> Clone for AdmissionCacheBuilder<K, V> {
             estimated_entries: self.estimated_entries,
             weigher: self.weigher.clone(),
             seed: self.seed,
+            time_to_live: self.time_to_live,
+            time_to_idle: self.time_to_idle,
+            clock: self.clock.clone(),
+            listener: self.listener.clone(),
             #[cfg(feature = "metrics")]
             metrics_name: self.metrics_name.clone(),
         }
@@ -206,6 +235,10 @@ impl<K, V> fmt::Debug for AdmissionCacheBuilder<K, V> {
             .field("estimated_entries", &self.estimated_entries)
             .field("weigher", &self.weigher.as_ref().map(|_| "Fn(&K, &V) -> u32"))
             .field("seed", &self.seed)
+            .field("time_to_live", &self.time_to_live)
+            .field("time_to_idle", &self.time_to_idle)
+            .field("clock", &self.clock)
+            .field("listener", &self.listener.as_ref().map(|_| "Fn(K, V, RemovalCause)"))
             .finish_non_exhaustive()
     }
 }
@@ -343,6 +376,113 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
         self
     }
 
+    /// Entries expire this long after they were written (inserted, or their value
+    /// replaced), unless [`insert_with_ttl`](AdmissionCache::insert_with_ttl) gave them a
+    /// lifetime of their own. An expired entry is never returned and its lookup is a miss;
+    /// writes reclaim expired entries as they go (eviction takes them first), and
+    /// [`purge_expired`](AdmissionCache::purge_expired) reclaims them all. Time is the
+    /// system's coarse monotonic clock (see [`Clock`]): an entry may outlive its deadline
+    /// by up to a few milliseconds in memory, never in what lookups return.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cuckoo_gate::{AdmissionCache, Clock};
+    ///
+    /// let (clock, hand) = Clock::manual();
+    /// let cache: AdmissionCache<&str, u32> =
+    ///     AdmissionCache::builder().capacity(100).time_to_live(Duration::from_secs(30)).clock(clock).build()?;
+    /// cache.insert("session", 7);
+    /// hand.advance(Duration::from_secs(30));
+    /// assert_eq!(cache.get(&"session"), None);
+    /// assert_eq!(cache.stats().expirations, 0); // found expired, not yet reclaimed
+    /// cache.purge_expired();
+    /// assert_eq!(cache.stats().expirations, 1);
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub fn time_to_live(mut self, ttl: Duration) -> Self {
+        self.time_to_live = Some(ttl);
+        self
+    }
+
+    /// Entries expire this long after they were last written or hit
+    /// ([`get`](AdmissionCache::get) and the loading methods; [`peek`](AdmissionCache::peek)
+    /// and [`contains_key`](AdmissionCache::contains_key) are not uses), and never later
+    /// than their time to live, if they have one. A hit moves the deadline on only when it
+    /// would move by more than 1/64 of the idle time, so that a hot entry's memory is not
+    /// written on every hit: an entry may expire up to that much early.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cuckoo_gate::{AdmissionCache, Clock};
+    ///
+    /// let (clock, hand) = Clock::manual();
+    /// let cache: AdmissionCache<u64, u64> =
+    ///     AdmissionCache::builder().capacity(100).time_to_idle(Duration::from_secs(10)).clock(clock).build()?;
+    /// cache.insert(1, 1);
+    /// for _ in 0..5 {
+    ///     hand.advance(Duration::from_secs(9));
+    ///     assert_eq!(cache.get(&1), Some(1)); // each hit gives it another 10 s
+    /// }
+    /// hand.advance(Duration::from_secs(10));
+    /// assert_eq!(cache.get(&1), None);
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub fn time_to_idle(mut self, tti: Duration) -> Self {
+        self.time_to_idle = Some(tti);
+        self
+    }
+
+    /// The clock expiry is measured by; default [`Clock::system`]. Tests give a
+    /// [`Clock::manual`] and move it by hand.
+    pub fn clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Tells `listener` of every entry that leaves the cache, with why (see
+    /// [`RemovalCause`]): each exactly once, after the shard's lock is released, on the
+    /// thread whose call removed it. Entries the policy never stored (a rejected first
+    /// sighting, a [`TooHeavy`](Admission::TooHeavy) value) never entered, and are not
+    /// reported. A listener that panics fails the call it ran in; the other entries that
+    /// call removed are still reported. The listener must not block for long: the call
+    /// that removed the entry waits for it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use cuckoo_gate::{AdmissionCache, AdmissionPolicy, RemovalCause};
+    ///
+    /// let told = Arc::new(Mutex::new(Vec::new()));
+    /// let log = told.clone();
+    /// let cache: AdmissionCache<u64, &str> = AdmissionCache::builder()
+    ///     .capacity(1)
+    ///     .admission(AdmissionPolicy::Always)
+    ///     .eviction_listener(move |key, value, cause| log.lock().unwrap().push((key, value, cause)))
+    ///     .build()?;
+    /// let _ = cache.insert(1, "one");
+    /// let _ = cache.insert(1, "uno");
+    /// let _ = cache.insert(2, "two");
+    /// cache.remove(&2);
+    /// assert_eq!(*told.lock().unwrap(), [
+    ///     (1, "one", RemovalCause::Replaced),
+    ///     (1, "uno", RemovalCause::Evicted),
+    ///     (2, "two", RemovalCause::Removed),
+    /// ]);
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub fn eviction_listener(
+        mut self,
+        listener: impl Fn(K, V, RemovalCause) + Send + Sync + 'static,
+    ) -> Self {
+        self.listener = Some(Arc::new(listener));
+        self
+    }
+
     /// Registers this cache's metrics (feature `metrics`) under the label
     /// `name="<name>"`; publish them with [`AdmissionCache::publish_metrics`].
     ///
@@ -396,6 +536,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let shards = self.shards.unwrap_or_else(|| {
             let most = (entries / MIN_SHARD_ENTRIES).min(self.capacity).min(MAX_SHARDS);
+            let most = if self.weigher.is_some() { most.min(WEIGHTED_SHARDS) } else { most };
             cores.saturating_mul(SHARDS_PER_CORE).min(most).max(1)
         });
         if shards == 0 || shards > self.capacity || shards > MAX_SHARDS {
@@ -451,6 +592,8 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
             capacity,
             weigher: self.weigher,
             misses: Tally::new(stripes),
+            expiry: Expiry::new(self.clock, self.time_to_live, self.time_to_idle),
+            listener: self.listener,
             #[cfg(feature = "metrics")]
             metrics: self.metrics_name.as_deref().map(metrics::CacheMetrics::new),
         })
@@ -469,6 +612,10 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
             estimated_entries: None,
             weigher: None,
             seed: None,
+            time_to_live: None,
+            time_to_idle: None,
+            clock: Clock::system(),
+            listener: None,
             #[cfg(feature = "metrics")]
             metrics_name: None,
         }
@@ -507,7 +654,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         let found = match self.policy {
             AdmissionPolicy::Always => {
                 let mut held = shard.write();
-                let found = held.get_mut(hash, key);
+                let found = held.get_mut(hash, key, &self.expiry);
                 if found.is_some() {
                     held.count_hit();
                 }
@@ -515,7 +662,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
             }
             _ => {
                 let held = shard.read();
-                let found = held.get(hash, key);
+                let found = held.get(hash, key, &self.expiry);
                 // A hit is counted as the hold is released (a panic in user code above
                 // releases it uncounted).
                 if found.is_some() && held.release_hit() {
@@ -532,7 +679,9 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
 
     /// Stores `value` for `key` if the key is present (replacing its value) or the policy
     /// admits it. Takes the key's shard's write lock; evicted entries, a replaced value and
-    /// a key the cache does not keep are dropped after it is released.
+    /// a key the cache does not keep are reported and dropped after it is released. With
+    /// a [`time_to_live`](AdmissionCacheBuilder::time_to_live), the entry lives that long
+    /// from now.
     ///
     /// # Examples
     ///
@@ -544,21 +693,70 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// assert_eq!(cache.insert(1, "uno"), Admission::Updated);
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
+    #[must_use = "the policy may not store the entry: see `Admission`"]
     pub fn insert(&self, key: K, value: V) -> Admission {
+        self.write(key, value, None)
+    }
+
+    /// [`insert`](Self::insert), with a lifetime of the entry's own (an HTTP response's
+    /// `max-age`, say) in place of the cache's
+    /// [`time_to_live`](AdmissionCacheBuilder::time_to_live); any cache takes it. Under
+    /// [`time_to_idle`](AdmissionCacheBuilder::time_to_idle) the entry also expires when
+    /// idle that long.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cuckoo_gate::{AdmissionCache, Clock};
+    ///
+    /// let (clock, hand) = Clock::manual();
+    /// let cache: AdmissionCache<&str, &str> = AdmissionCache::builder().capacity(100).clock(clock).build()?;
+    /// let _ = cache.insert_with_ttl("/news", "<html>", Duration::from_secs(60));
+    /// let _ = cache.insert("/logo.png", "<png>"); // no lifetime
+    /// hand.advance(Duration::from_secs(60));
+    /// assert_eq!((cache.get(&"/news"), cache.get(&"/logo.png")), (None, Some("<png>")));
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    #[must_use = "the policy may not store the entry: see `Admission`"]
+    pub fn insert_with_ttl(&self, key: K, value: V, ttl: Duration) -> Admission {
+        self.write(key, value, Some(ticks(ttl)))
+    }
+
+    /// An insert, for `lifetime` ticks if given.
+    fn write(&self, key: K, value: V, lifetime: Option<u64>) -> Admission {
         let hash = self.hasher.hash_one(&key);
-        let weight = self.weigh(&key, &value);
-        let mut leftovers = Leftovers::new();
-        let admission = self.shard(hash).write().insert(
-            key,
-            value,
+        let write = Write {
             hash,
-            weight,
-            true,
-            self.gate.as_ref(),
-            &mut leftovers,
-        );
-        drop(leftovers);
+            weight: self.weigh(&key, &value),
+            replace: true,
+            lifetime,
+            gate: self.gate.as_ref(),
+            expiry: &self.expiry,
+        };
+        let mut leftovers = self.leftovers();
+        let admission = self.shard(hash).write().insert(key, value, &write, &mut leftovers);
+        self.report(leftovers);
         admission
+    }
+
+    /// Somewhere for a write to leave what it removes.
+    #[inline]
+    fn leftovers(&self) -> Leftovers<K, V> {
+        Leftovers::new(self.listener.is_some())
+    }
+
+    /// Tells the listener of what a write removed, and drops it all (no lock is held).
+    #[inline]
+    fn report(&self, leftovers: Leftovers<K, V>) {
+        let Leftovers { unkept, removed } = leftovers;
+        drop(unkept);
+        self.report_removed(removed);
+    }
+
+    #[inline]
+    fn report_removed(&self, removed: Removed<K, V>) {
+        report(self.listener.as_ref(), removed);
     }
 
     /// The entry's weight: the weigher's, at least 1; 1 without a weigher.
@@ -587,7 +785,25 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     }
 
     fn peek_hashed(&self, hash: u64, key: &K) -> Option<V> {
-        self.shard(hash).read().peek(hash, key)
+        self.shard(hash).read().peek(hash, key, &self.expiry)
+    }
+
+    /// Whether `key` is held (and not expired), without counting a request, as
+    /// [`peek`](Self::peek) does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::AdmissionCache;
+    ///
+    /// let cache: AdmissionCache<u64, &str> = AdmissionCache::builder().capacity(100).build()?;
+    /// let _ = cache.insert(1, "one");
+    /// assert!(cache.contains_key(&1) && !cache.contains_key(&2));
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub fn contains_key(&self, key: &K) -> bool {
+        let hash = self.hasher.hash_one(key);
+        self.shard(hash).read().contains(hash, key, &self.expiry)
     }
 
     /// Removes `key`, returning its value. Takes the key's shard's write lock; the removed
@@ -609,8 +825,135 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     pub fn remove(&self, key: &K) -> Option<V> {
         let hash = self.hasher.hash_one(key);
         self.loads.invalidate(key);
-        let removed = self.shard(hash).write().remove(hash, key);
-        removed.map(|(_key, value)| value)
+        let (key, value, cause) = self.shard(hash).write().remove(hash, key, &self.expiry)?;
+        // An expired value is not the caller's, but the listener is told of it.
+        let removed = cause == RemovalCause::Removed;
+        match &self.listener {
+            None => removed.then_some(value),
+            Some(listener) => {
+                let kept = removed.then(|| value.clone());
+                report(Some(listener), [(key, value, cause)]);
+                kept
+            }
+        }
+    }
+
+    /// Removes every entry. Each shard is emptied under its write lock, one after the
+    /// other, and what it held is reported ([`RemovalCause::Cleared`]) and dropped after
+    /// the lock is released. An insert that runs at the same time on a shard already
+    /// cleared stays; loads in flight do not store their values (as after a
+    /// [`remove`](Self::remove)). Counters keep counting: a clear is not a new cache.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::AdmissionCache;
+    ///
+    /// let cache: AdmissionCache<u64, u64> = AdmissionCache::builder().capacity(100).build()?;
+    /// (0..10).for_each(|k| { let _ = cache.insert(k, k); });
+    /// cache.clear();
+    /// assert!(cache.is_empty());
+    /// assert_eq!(cache.stats().admitted, 10);
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub fn clear(&self) {
+        self.loads.invalidate_all();
+        let mut panic = None;
+        for shard in self.shards.iter() {
+            let held = shard.write().clear();
+            let cleared = held.into_entries().map(|(key, value)| (key, value, RemovalCause::Cleared));
+            // A panicking listener or `Drop` leaves the other shards to be cleared.
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| report(self.listener.as_ref(), cleared))) {
+                panic.get_or_insert(payload);
+            }
+        }
+        if let Some(payload) = panic {
+            resume_unwind(payload);
+        }
+    }
+
+    /// Keeps the entries for which `keep` returns true, removing the others
+    /// ([`RemovalCause::Removed`]) and any that expired ([`RemovalCause::Expired`]).
+    /// Shard by shard: `keep` runs under each shard's write lock, so it must not call this
+    /// cache (it would wait for itself); an entry inserted during the call may or may not
+    /// be judged. If `keep` panics, the entries removed so far stay removed and are
+    /// reported, and the panic goes on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::AdmissionCache;
+    ///
+    /// let cache: AdmissionCache<u64, u64> = AdmissionCache::builder().capacity(100).build()?;
+    /// (0..10).for_each(|k| { let _ = cache.insert(k, k); });
+    /// cache.retain(|&key, _| key % 2 == 0);
+    /// assert_eq!(cache.len(), 5);
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub fn retain(&self, mut keep: impl FnMut(&K, &V) -> bool) {
+        for shard in self.shards.iter() {
+            let mut removed = Removed::new(self.listener.is_some());
+            let judged = catch_unwind(AssertUnwindSafe(|| {
+                let mut held = shard.write();
+                let now = self.expiry.clock.now();
+                held.retain(&mut keep, now, &mut removed);
+            }));
+            self.report_removed(removed);
+            if let Err(payload) = judged {
+                resume_unwind(payload);
+            }
+        }
+    }
+
+    /// Removes every expired entry now ([`RemovalCause::Expired`]), rather than as writes
+    /// come to them: for a cache that goes quiet, from a timer. Takes each shard's write
+    /// lock in turn and looks at every entry of a shard that has held one with a lifetime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cuckoo_gate::{AdmissionCache, Clock};
+    ///
+    /// let (clock, hand) = Clock::manual();
+    /// let cache: AdmissionCache<u64, u64> =
+    ///     AdmissionCache::builder().capacity(100).time_to_live(Duration::from_secs(1)).clock(clock).build()?;
+    /// (0..10).for_each(|k| { let _ = cache.insert(k, k); });
+    /// hand.advance(Duration::from_secs(1));
+    /// cache.purge_expired();
+    /// assert!(cache.is_empty());
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub fn purge_expired(&self) {
+        for shard in self.shards.iter() {
+            let mut removed = Removed::new(self.listener.is_some());
+            shard.write().purge(self.expiry.clock.now(), &mut removed);
+            self.report_removed(removed);
+        }
+    }
+
+    /// Clones of the entries held (and not expired), shard by shard: each shard's are
+    /// copied under its read lock, and yielded after it is released, so the caller's code
+    /// never runs under a lock. Entries written during the iteration may or may not be
+    /// seen; none is seen twice.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::AdmissionCache;
+    ///
+    /// let cache: AdmissionCache<u64, u64> = AdmissionCache::builder().capacity(100).build()?;
+    /// (0..10).for_each(|k| { let _ = cache.insert(k, k * k); });
+    /// let mut entries: Vec<(u64, u64)> = cache.iter().collect();
+    /// entries.sort();
+    /// assert_eq!(entries[3], (3, 9));
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub fn iter(&self) -> impl Iterator<Item = (K, V)> + '_
+    where
+        K: Clone,
+    {
+        self.shards.iter().flat_map(move |shard| shard.read().entries(&self.expiry))
     }
 
     /// Entries held (summed over the shards, each read under its lock).
@@ -744,10 +1087,11 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         for shard in self.shards.iter() {
             let shard = shard.read();
             total.hits += shard.hits();
-            let Counters { admitted, rejected, evictions } = shard.counters;
+            let Counters { admitted, rejected, evictions, expirations } = shard.counters;
             total.admitted += admitted;
             total.rejected += rejected;
             total.evictions += evictions;
+            total.expirations += expirations;
             entries += shard.len();
         }
         (total, entries)

@@ -7,6 +7,7 @@ use crossbeam_utils::CachePadded;
 
 use super::bloom::BloomGhosts;
 use super::ghost::Ghosts;
+use super::listener::RemovalCause;
 use super::store::{Queue, Store};
 use crate::error::BuildError;
 use crate::gate::SeenBefore;
@@ -225,33 +226,48 @@ impl Split {
     }
 }
 
-/// What eviction took out of a shard, kept to be dropped after the lock is released.
-pub(crate) struct Evicted<K, V> {
-    count: usize,
-    first: Option<(K, V)>,
-    more: Vec<(K, V)>,
+/// What left a shard, and why, kept to be told to the listener and dropped after the
+/// lock is released.
+pub(crate) struct Removed<K, V> {
+    /// Whether to keep entries whose drop runs no code: a listener wants them.
+    keep: bool,
+    /// Entries evicted, and entries that expired.
+    pub(crate) evicted: usize,
+    pub(crate) expired: usize,
+    first: Option<(K, V, RemovalCause)>,
+    more: Vec<(K, V, RemovalCause)>,
 }
 
-impl<K, V> Evicted<K, V> {
-    pub(crate) fn new() -> Self {
-        Evicted { count: 0, first: None, more: Vec::new() }
+impl<K, V> Removed<K, V> {
+    /// Nothing yet; `keep` if a listener is to be told.
+    pub(crate) fn new(keep: bool) -> Self {
+        Removed { keep, evicted: 0, expired: 0, first: None, more: Vec::new() }
     }
 
     #[inline]
-    pub(crate) fn push(&mut self, entry: (K, V)) {
-        self.count += 1;
-        if !std::mem::needs_drop::<(K, V)>() {
-            // Dropping it runs no code, user code least of all: nothing to keep.
+    pub(crate) fn push(&mut self, (key, value): (K, V), cause: RemovalCause) {
+        match cause {
+            RemovalCause::Evicted => self.evicted += 1,
+            RemovalCause::Expired => self.expired += 1,
+            _ => {}
+        }
+        if !self.keep && !std::mem::needs_drop::<(K, V)>() {
+            // Dropping it runs no code, user code least of all, and no one is told.
             return;
         }
         match self.first {
-            None => self.first = Some(entry),
-            Some(_) => self.more.push(entry),
+            None => self.first = Some((key, value, cause)),
+            Some(_) => self.more.push((key, value, cause)),
         }
     }
+}
 
-    pub(crate) fn count(&self) -> usize {
-        self.count
+impl<K, V> IntoIterator for Removed<K, V> {
+    type Item = (K, V, RemovalCause);
+    type IntoIter = std::iter::Chain<std::option::IntoIter<Self::Item>, std::vec::IntoIter<Self::Item>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.first.into_iter().chain(self.more)
     }
 }
 
@@ -307,39 +323,45 @@ impl Policy {
     }
 
     /// Evicts until the shard holds at most its capacity, sparing `spare` (an entry just
-    /// stored) while anything else can go.
+    /// stored) while anything else can go. An entry expired at `now` that eviction comes
+    /// to leaves first, whatever its requests, and is not remembered as evicted.
     #[inline]
     pub(crate) fn evict<K, V>(
         &mut self,
         store: &mut Store<K, V>,
         spare: Option<u32>,
         gate: Option<&SeenBefore>,
-        out: &mut Evicted<K, V>,
+        now: u64,
+        out: &mut Removed<K, V>,
     ) {
         while store.total_weight() > self.capacity {
             let victim = match (&self.s3fifo, self.kind) {
                 (Some(s3fifo), _) => s3fifo
-                    .small_tail(store, spare, false)
-                    .or_else(|| clock(store, spare))
+                    .small_tail(store, spare, false, now)
+                    .or_else(|| clock(store, spare, now))
                     // Main held nothing else: empty the small queue, then look again.
-                    .or_else(|| s3fifo.small_tail(store, spare, true))
-                    .or_else(|| clock(store, spare)),
+                    .or_else(|| s3fifo.small_tail(store, spare, true, now))
+                    .or_else(|| clock(store, spare, now)),
                 (None, AdmissionPolicy::Always) => store.tail(Queue::Main).filter(|&v| Some(v) != spare),
-                (None, _) => clock(store, spare),
+                (None, _) => clock(store, spare, now),
             };
-            let entry = match (victim, spare) {
-                (Some(victim), _) => store.remove_tail(victim),
+            let (expired, entry) = match (victim, spare) {
+                (Some(victim), _) => (store.expired(victim, now), store.remove_tail(victim)),
                 // Nothing else left: the spared entry outweighs the rest of the shard.
-                (None, Some(spare)) => store.remove(spare),
+                (None, Some(spare)) => (false, store.remove(spare)),
                 (None, None) => break,
             };
+            if expired {
+                out.push((entry.key, entry.value), RemovalCause::Expired);
+                continue;
+            }
             match (gate, &mut self.s3fifo) {
                 // SecondHit remembers every evicted key, to readmit it at once.
                 (Some(gate), _) => gate.record_hash(entry.hash),
                 (_, Some(s3fifo)) => s3fifo.evicted(entry.hash, entry.queue()),
                 _ => {}
             }
-            out.push((entry.key, entry.value));
+            out.push((entry.key, entry.value), RemovalCause::Evicted);
         }
     }
 }
@@ -391,7 +413,13 @@ impl S3Fifo {
     /// times since they entered to main, until one that was not is found (the victim).
     /// `None` if the queue holds nothing but `spare`.
     #[inline(always)]
-    fn small_tail<K, V>(&self, store: &mut Store<K, V>, spare: Option<u32>, force: bool) -> Option<u32> {
+    fn small_tail<K, V>(
+        &self,
+        store: &mut Store<K, V>,
+        spare: Option<u32>,
+        force: bool,
+        now: u64,
+    ) -> Option<u32> {
         let small = self.small();
         let over = |store: &Store<K, V>| {
             force || store.weight(Queue::Small) > small || store.weight(Queue::Main) == 0
@@ -400,7 +428,9 @@ impl S3Fifo {
             let tail = store.tail(Queue::Small)?;
             let entry = store.entry(tail);
             let freq = entry.freq.load(Ordering::Relaxed);
-            if freq >= PROMOTE_AT {
+            if Some(tail) != spare && store.expired(tail, now) {
+                return Some(tail);
+            } else if freq >= PROMOTE_AT {
                 entry.freq.store(0, Ordering::Relaxed);
                 store.requeue(tail, Queue::Main);
             } else if Some(tail) != spare {
@@ -417,10 +447,10 @@ impl S3Fifo {
 }
 
 /// CLOCK over the main queue: an entry at the tail with requests left gets another
-/// round for one of them; the first without is the victim. `None` if main holds
-/// nothing but `spare`.
+/// round for one of them; the first without, or expired at `now`, is the victim. `None`
+/// if main holds nothing but `spare`.
 #[inline(always)]
-fn clock<K, V>(store: &mut Store<K, V>, spare: Option<u32>) -> Option<u32> {
+fn clock<K, V>(store: &mut Store<K, V>, spare: Option<u32>, now: u64) -> Option<u32> {
     // Each pass over an entry lowers its count, so this ends within MAX_FREQ + 1
     // passes over the queue.
     while let Some(tail) = store.tail(Queue::Main) {
@@ -430,7 +460,7 @@ fn clock<K, V>(store: &mut Store<K, V>, spare: Option<u32>) -> Option<u32> {
             if store.holds_one(Queue::Main) {
                 return None;
             }
-        } else if freq == 0 {
+        } else if freq == 0 || store.expired(tail, now) {
             return Some(tail);
         }
         entry.freq.store(freq.saturating_sub(1), Ordering::Relaxed);

@@ -2,13 +2,18 @@
 //! shard's lock.
 //!
 //! Panic safety: the only user code that runs under the lock is `K::eq` (while finding a
-//! key, before anything changes) and `V::clone` (on a hit, under the read lock). Keys and
-//! values that leave the shard are handed back to be dropped after the lock is released.
+//! key, before anything changes), `V::clone` (on a hit, under the read lock), `K::clone`
+//! (copying entries out for iteration, under the read lock) and `retain`'s predicate
+//! (between removals of whole entries). Keys and values that leave the shard are handed
+//! back, with why they left, to be told to the listener and dropped after the lock is
+//! released.
 
 use std::hash::Hash;
 use std::sync::Arc;
 
-use super::policy::{Evicted, Policy, SharedSplit, MAX_FREQ};
+use super::expiry::{Expiry, NEVER};
+use super::listener::RemovalCause;
+use super::policy::{Policy, Removed, SharedSplit, MAX_FREQ};
 use super::store::{Queue, Store};
 use super::{Admission, AdmissionPolicy};
 use crate::error::BuildError;
@@ -22,6 +27,7 @@ pub(crate) struct Counters {
     pub(crate) admitted: u64,
     pub(crate) rejected: u64,
     pub(crate) evictions: u64,
+    pub(crate) expirations: u64,
 }
 
 pub(crate) struct Shard<K, V> {
@@ -30,20 +36,33 @@ pub(crate) struct Shard<K, V> {
     pub(crate) counters: Counters,
 }
 
-/// What an insert leaves to drop once the lock is released.
+/// What a write leaves to report and drop once the lock is released.
 pub(crate) struct Leftovers<K, V> {
     /// A key and value the shard does not keep: those offered, when they were not
-    /// stored; on an update, the key offered (the entry keeps its own) and the value
-    /// replaced.
+    /// stored; on an update, the key offered (the entry keeps its own).
     pub(crate) unkept: Option<(K, V)>,
-    /// Entries evicted to make room.
-    pub(crate) evicted: Evicted<K, V>,
+    /// Entries that left the shard (evicted, expired, replaced, removed), with why.
+    pub(crate) removed: Removed<K, V>,
 }
 
 impl<K, V> Leftovers<K, V> {
-    pub(crate) fn new() -> Self {
-        Leftovers { unkept: None, evicted: Evicted::new() }
+    /// Nothing yet; `keep` what left, even where dropping it runs no code, if a listener
+    /// is to be told.
+    pub(crate) fn new(keep: bool) -> Self {
+        Leftovers { unkept: None, removed: Removed::new(keep) }
     }
+}
+
+/// What an insert stores, and under which rules.
+pub(crate) struct Write<'a> {
+    pub(crate) hash: u64,
+    pub(crate) weight: u32,
+    /// Whether a present value is replaced (an insert) or kept (a load's store).
+    pub(crate) replace: bool,
+    /// The entry's own time to live, in ticks; the cache's default if `None`.
+    pub(crate) lifetime: Option<u64>,
+    pub(crate) gate: Option<&'a SeenBefore>,
+    pub(crate) expiry: &'a Expiry,
 }
 
 impl<K: Hash + Eq, V: Clone> Shard<K, V> {
@@ -81,50 +100,95 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         self.policy.s3fifo.as_ref().map(|s3fifo| s3fifo.ghosts.stats())
     }
 
+    /// The index of `key`'s entry, unless it has expired; a `hit` moves an idle deadline
+    /// on. The clock is read only in a store that has deadlines.
+    #[inline]
+    fn find_live(&self, hash: u64, key: &K, expiry: &Expiry, hit: bool) -> Option<u32> {
+        let index = self.store.find(hash, key)?;
+        if let Some(deadlines) = self.store.deadlines() {
+            let now = expiry.clock.now();
+            if deadlines.expired(index, now) {
+                return None;
+            }
+            if hit && expiry.tti != 0 {
+                deadlines.touch(index, now, expiry.tti);
+            }
+        }
+        Some(index)
+    }
+
     /// A lookup under the read lock: a hit counts the request on the entry.
     #[inline]
-    pub(crate) fn get(&self, hash: u64, key: &K) -> Option<V> {
-        let entry = self.store.entry(self.store.find(hash, key)?);
+    pub(crate) fn get(&self, hash: u64, key: &K, expiry: &Expiry) -> Option<V> {
+        let entry = self.store.entry(self.find_live(hash, key, expiry, true)?);
         entry.touch(MAX_FREQ);
         Some(entry.value.clone())
     }
 
-    /// A lookup that is not a request: the entry's order and frequency stay as they are.
-    pub(crate) fn peek(&self, hash: u64, key: &K) -> Option<V> {
-        Some(self.store.entry(self.store.find(hash, key)?).value.clone())
+    /// A lookup that is not a request: the entry's order, frequency and idle time stay
+    /// as they are.
+    pub(crate) fn peek(&self, hash: u64, key: &K, expiry: &Expiry) -> Option<V> {
+        Some(self.store.entry(self.find_live(hash, key, expiry, false)?).value.clone())
+    }
+
+    /// Whether `key` is held (and not expired); not a request.
+    pub(crate) fn contains(&self, hash: u64, key: &K, expiry: &Expiry) -> bool {
+        self.find_live(hash, key, expiry, false).is_some()
     }
 
     /// A lookup under the write lock, for LRU: a hit becomes most recently used.
-    pub(crate) fn get_mut(&mut self, hash: u64, key: &K) -> Option<V> {
-        let index = self.store.find(hash, key)?;
+    pub(crate) fn get_mut(&mut self, hash: u64, key: &K, expiry: &Expiry) -> Option<V> {
+        let index = self.find_live(hash, key, expiry, true)?;
         self.store.requeue(index, Queue::Main);
         Some(self.store.entry(index).value.clone())
     }
 
-    /// Removes `key`, returning its entry.
-    pub(crate) fn remove(&mut self, hash: u64, key: &K) -> Option<(K, V)> {
-        let entry = self.store.remove(self.store.find(hash, key)?);
-        Some((entry.key, entry.value))
+    /// Removes `key`, returning its entry, with why: removed, or expired (a value the
+    /// caller does not get).
+    pub(crate) fn remove(&mut self, hash: u64, key: &K, expiry: &Expiry) -> Option<(K, V, RemovalCause)> {
+        let index = self.store.find(hash, key)?;
+        let expired = self.store.deadlines().is_some() && self.store.expired(index, expiry.clock.now());
+        let entry = self.store.remove(index);
+        if expired {
+            self.counters.expirations += 1;
+            return Some((entry.key, entry.value, RemovalCause::Expired));
+        }
+        Some((entry.key, entry.value, RemovalCause::Removed))
     }
 
     /// Stores `value` for `key` if the key is present (replacing its value: a request,
     /// like a hit; unless not `replace`, when the present value stays and `value` is
-    /// handed back in `out`) or the policy admits it.
+    /// handed back in `out`) or the policy admits it. A present entry that has expired
+    /// counts as absent. The entry gets its deadline from `write`'s lifetime or the
+    /// cache's, and a few slots are looked at for expired entries to reclaim.
     #[inline]
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn insert(
         &mut self,
         key: K,
         value: V,
-        hash: u64,
-        weight: u32,
-        replace: bool,
-        gate: Option<&SeenBefore>,
+        write: &Write<'_>,
         out: &mut Leftovers<K, V>,
     ) -> Admission {
+        let (hash, weight) = (write.hash, write.weight);
+        let before = (out.removed.evicted, out.removed.expired);
+        let timed = write.lifetime.is_some() || write.expiry.by_default() || self.store.deadlines().is_some();
+        let (now, deadline) = match timed {
+            true => {
+                let now = write.expiry.clock.now();
+                (now, write.expiry.deadline(now, write.lifetime))
+            }
+            false => (0, (NEVER, NEVER)),
+        };
+        let idle = write.expiry.tti != 0;
         let too_heavy = u64::from(weight) > self.policy.capacity;
-        let (admission, spare) = match self.store.find(hash, &key) {
-            Some(_) if !replace => {
+        let mut found = self.store.find(hash, &key);
+        if let Some(index) = found.filter(|&index| timed && self.store.expired(index, now)) {
+            let old = self.store.remove(index);
+            out.removed.push((old.key, old.value), RemovalCause::Expired);
+            found = None;
+        }
+        let (admission, spare) = match found {
+            Some(_) if !write.replace => {
                 out.unkept = Some((key, value));
                 return Admission::Updated;
             }
@@ -132,7 +196,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 // The key's new value does not fit: it leaves rather than keep a value
                 // its owner has replaced.
                 let old = self.store.remove(index);
-                out.evicted.push((old.key, old.value));
+                out.removed.push((old.key, old.value), RemovalCause::Replaced);
                 out.unkept = Some((key, value));
                 self.counters.rejected += 1;
                 (Admission::TooHeavy, None)
@@ -140,7 +204,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             Some(index) => {
                 let reweighed = self.store.weight_of(index) != weight;
                 let entry = self.store.entry_mut(index);
-                out.unkept = Some((key, std::mem::replace(&mut entry.value, value)));
+                let old = std::mem::replace(&mut entry.value, value);
                 match self.policy.kind {
                     AdmissionPolicy::Always => self.store.requeue(index, Queue::Main),
                     _ => entry.touch(MAX_FREQ),
@@ -148,6 +212,8 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 if reweighed {
                     self.store.reweigh(index, weight);
                 }
+                self.store.set_deadline(index, deadline, idle);
+                out.removed.push((key, old), RemovalCause::Replaced);
                 (Admission::Updated, Some(index))
             }
             None if too_heavy => {
@@ -155,9 +221,10 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 self.counters.rejected += 1;
                 (Admission::TooHeavy, None)
             }
-            None => match self.policy.admit(&self.store, hash, weight, gate) {
+            None => match self.policy.admit(&self.store, hash, weight, write.gate) {
                 Some(queue) => {
                     let index = self.store.insert(key, value, hash, weight, queue);
+                    self.store.set_deadline(index, deadline, idle);
                     self.counters.admitted += 1;
                     (Admission::Admitted, Some(index))
                 }
@@ -168,8 +235,88 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 }
             },
         };
-        self.policy.evict(&mut self.store, spare, gate, &mut out.evicted);
-        self.counters.evictions += out.evicted.count() as u64;
+        if timed {
+            self.reclaim(now, spare, out);
+        }
+        self.policy.evict(&mut self.store, spare, write.gate, now, &mut out.removed);
+        self.counters.evictions += (out.removed.evicted - before.0) as u64;
+        self.counters.expirations += (out.removed.expired - before.1) as u64;
         admission
+    }
+
+    /// Reclaims what expired at `now` among the few slots a write looks at, sparing
+    /// `spare`.
+    fn reclaim(&mut self, now: u64, spare: Option<u32>, out: &mut Leftovers<K, V>) {
+        for _ in 0..2 {
+            match self.store.next_expired(now) {
+                Some(index) if Some(index) != spare => {
+                    let old = self.store.remove(index);
+                    out.removed.push((old.key, old.value), RemovalCause::Expired);
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// Removes every entry expired at `now`.
+    pub(crate) fn purge(&mut self, now: u64, out: &mut Removed<K, V>) {
+        if self.store.deadlines().is_none() {
+            return;
+        }
+        let expired: Vec<u32> =
+            self.store.indices().filter(|&index| self.store.expired(index, now)).collect();
+        for index in expired {
+            let old = self.store.remove(index);
+            out.push((old.key, old.value), RemovalCause::Expired);
+            self.counters.expirations += 1;
+        }
+    }
+
+    /// Removes the entries `keep` rejects (and those expired at `now`), one at a time:
+    /// if `keep` panics, the shard is whole, and what it removed is in `out`.
+    pub(crate) fn retain(
+        &mut self,
+        keep: &mut impl FnMut(&K, &V) -> bool,
+        now: u64,
+        out: &mut Removed<K, V>,
+    ) {
+        let indices: Vec<u32> = self.store.indices().collect();
+        for index in indices {
+            let cause = if self.store.expired(index, now) {
+                self.counters.expirations += 1;
+                RemovalCause::Expired
+            } else {
+                let entry = self.store.entry(index);
+                if keep(&entry.key, &entry.value) {
+                    continue;
+                }
+                RemovalCause::Removed
+            };
+            let old = self.store.remove(index);
+            out.push((old.key, old.value), cause);
+        }
+    }
+
+    /// Clones of the entries held and not expired.
+    pub(crate) fn entries(&self, expiry: &Expiry) -> Vec<(K, V)>
+    where
+        K: Clone,
+    {
+        let now = if self.store.deadlines().is_some() { expiry.clock.now() } else { 0 };
+        self.store
+            .indices()
+            .filter(|&index| !self.store.expired(index, now))
+            .map(|index| {
+                let entry = self.store.entry(index);
+                (entry.key.clone(), entry.value.clone())
+            })
+            .collect()
+    }
+
+    /// Empties the shard, handing back what it held to be dropped after the lock is
+    /// released.
+    pub(crate) fn clear(&mut self) -> Store<K, V> {
+        let empty = self.store.emptied();
+        std::mem::replace(&mut self.store, empty)
     }
 }

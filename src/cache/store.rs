@@ -14,6 +14,7 @@
 
 use hashbrown::HashTable;
 
+use super::expiry::Deadlines;
 use crate::primitive::{prefetch, AtomicU8, Ordering};
 
 /// Which queue an entry is on.
@@ -149,6 +150,8 @@ pub(crate) struct Store<K, V> {
     /// Each slot's weight, in a weighted store; in an unweighted one every entry weighs 1,
     /// and entries stay small (32 bytes for `u64` keys and values).
     weights: Option<Vec<u32>>,
+    /// Each slot's deadline, once the store has held an entry with a lifetime.
+    deadlines: Option<Deadlines>,
     free: Vec<u32>,
     queues: [Ring; 2],
     next_stamp: u32,
@@ -161,6 +164,7 @@ impl<K, V> Store<K, V> {
             table: HashTable::with_capacity(entries),
             slots: Vec::with_capacity(entries),
             weights: weighted.then(|| Vec::with_capacity(entries)),
+            deadlines: None,
             free: Vec::new(),
             queues: [Ring::default(), Ring::default()],
             next_stamp: 0,
@@ -194,6 +198,53 @@ impl<K, V> Store<K, V> {
     {
         let slots = &self.slots;
         self.table.find(hash, |&i| matches!(&slots[i as usize], Some(e) if e.key == *key)).copied()
+    }
+
+    /// The deadlines, if the store has held an entry with a lifetime.
+    #[inline]
+    pub(crate) fn deadlines(&self) -> Option<&Deadlines> {
+        self.deadlines.as_ref()
+    }
+
+    /// Whether the entry at `index` expired at `now`.
+    #[inline]
+    pub(crate) fn expired(&self, index: u32, now: u64) -> bool {
+        self.deadlines.as_ref().is_some_and(|deadlines| deadlines.expired(index, now))
+    }
+
+    /// Gives the entry at `index` its deadline and time-to-live cap; the column is made
+    /// (with caps if `idle`) the first time an entry gets a deadline at all.
+    pub(crate) fn set_deadline(&mut self, index: u32, deadline: (u64, u64), idle: bool) {
+        match &mut self.deadlines {
+            Some(deadlines) => deadlines.set(index, deadline),
+            None if deadline.0 == super::expiry::NEVER => {}
+            None => {
+                let mut deadlines = Deadlines::new(self.slots.len(), idle);
+                deadlines.set(index, deadline);
+                self.deadlines = Some(deadlines);
+            }
+        }
+    }
+
+    /// An entry expired at `now`, found by looking at a few slots on from the last look.
+    pub(crate) fn next_expired(&mut self, now: u64) -> Option<u32> {
+        let slots = &self.slots;
+        self.deadlines.as_mut()?.next_expired(slots.len(), now, |i| slots[i as usize].is_some())
+    }
+
+    /// The indices of the entries held.
+    pub(crate) fn indices(&self) -> impl Iterator<Item = u32> + '_ {
+        self.slots.iter().enumerate().filter(|(_, slot)| slot.is_some()).map(|(i, _)| i as u32)
+    }
+
+    /// Takes out every entry, leaving the store empty.
+    pub(crate) fn into_entries(self) -> impl Iterator<Item = (K, V)> {
+        self.slots.into_iter().flatten().map(|entry| (entry.key, entry.value))
+    }
+
+    /// An empty store of the same kind.
+    pub(crate) fn emptied(&self) -> Self {
+        Store::with_capacity(0, self.weights.is_some())
     }
 
     /// The entry at `index` (which `find` or `tail` returned).

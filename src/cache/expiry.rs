@@ -1,0 +1,261 @@
+//! Expiry: the clock, a cache's lifetimes, and the column of deadlines beside a shard's
+//! entries.
+//!
+//! Time is counted in ticks of 2^-32 seconds (about 0.23 ns; a `u64` of them spans 136
+//! years) since an arbitrary start. The system clock is the kernel's coarse monotonic
+//! clock (`CLOCK_MONOTONIC_COARSE` on Linux, through the `coarsetime` crate): a read of
+//! a few nanoseconds from the vDSO, never a system call, updated every 1 to 4 ms. An entry
+//! may so outlive its deadline by a few milliseconds; it is never returned after.
+//!
+//! Each entry has one deadline (`u64` ticks, [`NEVER`] for none), in a column beside the
+//! store's slots that a shard allocates when it first stores an entry with a lifetime: a
+//! cache without expiry holds no column and pays one branch per lookup for it. Under
+//! time to idle a hit moves the deadline on, capped by the entry's time to live, which a
+//! second column holds when both are in play.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::primitive::{AtomicU64, Ordering};
+
+/// A deadline that never comes.
+pub(crate) const NEVER: u64 = u64::MAX;
+
+/// Ticks per second.
+const TICKS_PER_SEC: u64 = 1 << 32;
+
+/// `duration` in ticks, saturating at [`NEVER`].
+pub(crate) fn ticks(duration: Duration) -> u64 {
+    let fraction = (u64::from(duration.subsec_nanos()) << 32) / 1_000_000_000;
+    duration
+        .as_secs()
+        .checked_mul(TICKS_PER_SEC)
+        .and_then(|whole| whole.checked_add(fraction))
+        .unwrap_or(NEVER)
+}
+
+/// The time a cache's expiry is measured by: the system's coarse monotonic clock, or a
+/// [`ManualClock`] that tests move by hand.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use cuckoo_gate::{AdmissionCache, Clock};
+///
+/// let (clock, hand) = Clock::manual();
+/// let cache: AdmissionCache<u64, u64> =
+///     AdmissionCache::builder().capacity(100).time_to_live(Duration::from_secs(60)).clock(clock).build()?;
+/// cache.insert(1, 1);
+/// hand.advance(Duration::from_secs(59));
+/// assert_eq!(cache.get(&1), Some(1));
+/// hand.advance(Duration::from_secs(1));
+/// assert_eq!(cache.get(&1), None); // expired: a miss
+/// # Ok::<(), cuckoo_gate::BuildError>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct Clock {
+    manual: Option<Arc<AtomicU64>>,
+}
+
+impl Clock {
+    /// The system's coarse monotonic clock (the default).
+    pub fn system() -> Self {
+        Clock { manual: None }
+    }
+
+    /// A clock that stands still until its [`ManualClock`] advances it.
+    pub fn manual() -> (Self, ManualClock) {
+        let ticks = Arc::new(AtomicU64::new(0));
+        (Clock { manual: Some(ticks.clone()) }, ManualClock { ticks })
+    }
+
+    /// Now, in ticks.
+    #[inline]
+    pub(crate) fn now(&self) -> u64 {
+        match &self.manual {
+            None => coarsetime::Instant::now_without_cache_update().as_ticks(),
+            Some(ticks) => ticks.load(Ordering::Acquire),
+        }
+    }
+}
+
+impl fmt::Debug for Clock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.manual.is_some() { "Clock::manual" } else { "Clock::system" })
+    }
+}
+
+/// The hand of a [`Clock::manual`]: moves its time forward.
+#[derive(Clone, Debug)]
+pub struct ManualClock {
+    ticks: Arc<AtomicU64>,
+}
+
+impl ManualClock {
+    /// Moves the clock forward by `by` (saturating at the end of time).
+    pub fn advance(&self, by: Duration) {
+        let by = ticks(by);
+        let _ =
+            self.ticks.fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| Some(now.saturating_add(by)));
+    }
+}
+
+/// A cache's lifetimes, and its clock.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Expiry {
+    pub(crate) clock: Clock,
+    /// Time to live from each write, in ticks ([`NEVER`] for none).
+    pub(crate) ttl: u64,
+    /// Time to idle from each write and hit, in ticks (0 for none).
+    pub(crate) tti: u64,
+}
+
+impl Expiry {
+    pub(crate) fn new(clock: Clock, ttl: Option<Duration>, tti: Option<Duration>) -> Self {
+        Expiry { clock, ttl: ttl.map_or(NEVER, ticks), tti: tti.map_or(0, |tti| ticks(tti).max(1)) }
+    }
+
+    /// Whether entries get a deadline without being given a lifetime of their own.
+    pub(crate) fn by_default(&self) -> bool {
+        self.ttl != NEVER || self.tti != 0
+    }
+
+    /// The deadline and the time-to-live cap of an entry written at `now`, living for
+    /// `ttl` ticks (the cache's default if `None`).
+    pub(crate) fn deadline(&self, now: u64, ttl: Option<u64>) -> (u64, u64) {
+        let cap = now.saturating_add(ttl.unwrap_or(self.ttl));
+        match self.tti {
+            0 => (cap, cap),
+            tti => (now.saturating_add(tti).min(cap), cap),
+        }
+    }
+}
+
+/// The deadlines of a store's slots.
+pub(crate) struct Deadlines {
+    /// When each slot's entry expires.
+    at: Vec<AtomicU64>,
+    /// Under time to idle, each slot's time-to-live cap, which hits do not move.
+    caps: Option<Vec<u64>>,
+    /// Where [`Deadlines::next_expired`] looks next.
+    cursor: usize,
+}
+
+impl Deadlines {
+    /// A column for `slots` slots, all without a deadline; with caps if `idle`.
+    pub(crate) fn new(slots: usize, idle: bool) -> Self {
+        Deadlines {
+            at: (0..slots).map(|_| AtomicU64::new(NEVER)).collect(),
+            caps: idle.then(|| vec![NEVER; slots]),
+            cursor: 0,
+        }
+    }
+
+    /// Whether the entry in `slot` has expired at `now`.
+    #[inline]
+    pub(crate) fn expired(&self, slot: u32, now: u64) -> bool {
+        self.at[slot as usize].load(Ordering::Relaxed) <= now
+    }
+
+    /// Sets `slot`'s deadline and cap (growing the column to reach it).
+    pub(crate) fn set(&mut self, slot: u32, (deadline, cap): (u64, u64)) {
+        let slot = slot as usize;
+        if slot >= self.at.len() {
+            self.at.resize_with(slot + 1, || AtomicU64::new(NEVER));
+        }
+        self.at[slot].store(deadline, Ordering::Relaxed);
+        if let Some(caps) = &mut self.caps {
+            if slot >= caps.len() {
+                caps.resize(slot + 1, NEVER);
+            }
+            caps[slot] = cap;
+        }
+    }
+
+    /// A hit at `now` on `slot`'s entry, under time to idle of `tti` ticks: moves its
+    /// deadline on, within its cap. A reader's store, under the shard's read lock; skipped
+    /// while the deadline would move by less than 1/64 of the idle time, so that a hot
+    /// entry's line is not written on every hit (it may so expire up to 1/64 of its idle
+    /// time early).
+    #[inline]
+    pub(crate) fn touch(&self, slot: u32, now: u64, tti: u64) {
+        let slot = slot as usize;
+        let cap = self.caps.as_ref().map_or(NEVER, |caps| caps[slot]);
+        let deadline = now.saturating_add(tti).min(cap);
+        let at = &self.at[slot];
+        if deadline.saturating_sub(at.load(Ordering::Relaxed)) > tti >> 6 {
+            at.store(deadline, Ordering::Relaxed);
+        }
+    }
+
+    /// The next of `slots` slots, from where the last call stopped, whose entry (if any:
+    /// `occupied` says) expired at `now`: the bounded sweep each write makes.
+    pub(crate) fn next_expired(
+        &mut self,
+        slots: usize,
+        now: u64,
+        occupied: impl Fn(u32) -> bool,
+    ) -> Option<u32> {
+        let len = self.at.len().min(slots);
+        for _ in 0..len.min(SWEEP) {
+            self.cursor = if self.cursor + 1 >= len { 0 } else { self.cursor + 1 };
+            let slot = self.cursor as u32;
+            if self.expired(slot, now) && occupied(slot) {
+                return Some(slot);
+            }
+        }
+        None
+    }
+}
+
+/// Slots each write looks at for an expired entry to reclaim: with evictions taking
+/// expired entries first, enough that expired entries hold a small share of an idle
+/// stretch's capacity (see `docs/performance.md`).
+const SWEEP: usize = 2;
+
+#[cfg(all(test, not(cuckoo_gate_loom)))]
+mod tests {
+    use std::time::Duration;
+
+    use super::{ticks, Clock, Deadlines, Expiry, NEVER};
+
+    #[test]
+    fn durations_become_ticks_and_saturate() {
+        assert_eq!(ticks(Duration::from_secs(1)), 1 << 32);
+        assert_eq!(ticks(Duration::from_millis(500)), 1 << 31);
+        assert_eq!(ticks(Duration::MAX), NEVER);
+        assert_eq!(ticks(Duration::ZERO), 0);
+    }
+
+    #[test]
+    fn a_manual_clock_moves_only_when_advanced() {
+        let (clock, hand) = Clock::manual();
+        assert_eq!(clock.now(), 0);
+        hand.advance(Duration::from_secs(2));
+        assert_eq!(clock.now(), 2 << 32);
+        hand.advance(Duration::MAX);
+        assert_eq!(clock.now(), NEVER);
+        let system = Clock::system();
+        assert!(system.now() > 0 && system.now() <= Clock::system().now());
+    }
+
+    #[test]
+    fn idle_deadlines_move_on_within_their_cap() {
+        let expiry =
+            Expiry::new(Clock::system(), Some(Duration::from_secs(10)), Some(Duration::from_secs(2)));
+        let (tti, ttl) = (2u64 << 32, 10u64 << 32);
+        let mut column = Deadlines::new(0, true);
+        column.set(3, expiry.deadline(0, None));
+        assert!(!column.expired(3, tti - 1) && column.expired(3, tti));
+        column.touch(3, tti - 1, expiry.tti);
+        assert!(!column.expired(3, 2 * tti - 2) && column.expired(3, 2 * tti - 1));
+        column.touch(3, ttl - 1, expiry.tti);
+        assert!(column.expired(3, ttl), "idling never outlives the time to live");
+        // A small move is not written.
+        column.set(4, expiry.deadline(0, None));
+        column.touch(4, 1, expiry.tti);
+        assert!(column.expired(4, tti));
+    }
+}
