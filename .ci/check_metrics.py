@@ -6,8 +6,8 @@ import sys
 
 FILTER = ["items", "slots", "load_ratio", "memory_bytes", "false_positive_ratio", "fingerprint_width",
           "inserts_total", "failed_inserts_total", "removes_total", "relocations_total", "doublings_total"]
-CACHE = ["hits_total", "misses_total", "admitted_total", "rejected_total", "evictions_total", "entries", "capacity",
-         "loads_total", "loads_coalesced_total", "load_failures_total", "load_waiters"]
+CACHE = ["hits_total", "misses_total", "admitted_total", "rejected_total", "evictions_total", "expirations_total",
+         "entries", "weight", "capacity", "loads_total", "loads_coalesced_total", "load_failures_total", "load_waiters"]
 GATE = ["rotations_total", "memory_bytes"]
 LINE = re.compile(r'^(cuckoo_gate_\w+)\{name="(\w+)"\} (\S+)$')
 

@@ -180,11 +180,13 @@ fn gate(n: usize) -> cuckoo_gate::CuckooFilter {
         .unwrap()
 }
 /// cuckoo-gate with its metrics registered: lookups must cost the same (they record
-/// nothing).
+/// nothing). Each filter gets a name of its own: one live filter holds a name.
 fn gate_metrics(n: usize) -> cuckoo_gate::CuckooFilter {
+    static BUILT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let name = format!("bench{}", BUILT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
     let builder =
         cuckoo_gate::CuckooFilter::builder().capacity(n).max_capacity(n).false_positive_rate(EPSILON);
-    builder.seed(1).metrics_name("bench").build().unwrap()
+    builder.seed(1).metrics_name(name).build().unwrap()
 }
 fn plain(n: usize) -> RefCell<PlainCuckoo> {
     RefCell::new(PlainCuckoo::with_capacity(n))

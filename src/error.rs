@@ -78,6 +78,12 @@ pub enum BuildError {
         /// The maximum capacity given.
         max_capacity: usize,
     },
+    /// Another live filter, cache or admission condition publishes its metrics under this
+    /// `metrics_name` (the name is free again once that one is dropped).
+    MetricsNameTaken {
+        /// The name given.
+        name: String,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -127,6 +133,10 @@ impl fmt::Display for BuildError {
                 f,
                 "a windowed filter cannot grow, but max_capacity {max_capacity} is above capacity {capacity}; \
                  size it with .capacity({max_capacity}), or use Layout::Buckets to grow"
+            ),
+            BuildError::MetricsNameTaken { name } => write!(
+                f,
+                "metrics name {name:?} is in use by another live instance, whose series this one would overwrite; pick another name"
             ),
             BuildError::EstimatedEntriesRequired => write!(
                 f,

@@ -69,27 +69,34 @@ pub struct SecondSightingStats {
 impl SecondSighting {
     /// A condition answering with `gate`.
     pub fn new(gate: SeenBefore) -> Self {
-        Self::with_parts(gate, None)
+        Self::with_parts(
+            gate,
+            #[cfg(feature = "metrics")]
+            None,
+        )
     }
 
     /// As [`new`](Self::new), publishing `cuckoo_gate_cache_admitted_total`,
     /// `cuckoo_gate_cache_rejected_total` and the gate's metrics under the label
     /// `name="<name>"` when [`publish_metrics`](Self::publish_metrics) is called.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::MetricsNameTaken`](crate::BuildError::MetricsNameTaken) if a live
+    /// cache or condition publishes under `name`.
     #[cfg(feature = "metrics")]
-    pub fn with_metrics_name(gate: SeenBefore, name: &str) -> Self {
-        Self::with_parts(gate, Some(name))
+    pub fn with_metrics_name(gate: SeenBefore, name: &str) -> Result<Self, crate::BuildError> {
+        Ok(Self::with_parts(gate, Some(AdmissionMetrics::new(name)?)))
     }
 
-    fn with_parts(gate: SeenBefore, name: Option<&str>) -> Self {
-        #[cfg(not(feature = "metrics"))]
-        let _ = name;
+    fn with_parts(gate: SeenBefore, #[cfg(feature = "metrics")] metrics: Option<AdmissionMetrics>) -> Self {
         SecondSighting {
             shared: Arc::new(Shared {
                 gate,
                 admitted: AtomicU64::new(0),
                 rejected: AtomicU64::new(0),
                 #[cfg(feature = "metrics")]
-                metrics: name.map(AdmissionMetrics::new),
+                metrics,
             }),
         }
     }

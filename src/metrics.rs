@@ -2,10 +2,13 @@
 //! ready for a Prometheus exporter.
 //!
 //! This module names and describes the metrics (the names are constants here, used by
-//! both the descriptions and the registrations); each owner registers its handles beside
-//! its code (`filter/metrics.rs`, `cache/metrics.rs`, `foyer.rs`). Handles are registered
-//! once, when a filter or cache is built with a `metrics_name`, and carry the label
-//! `name="<metrics_name>"` so several instances can share a process.
+//! both the descriptions and the registrations), and keeps the names in use; each owner
+//! publishes its series beside its code (`filter/metrics.rs`, `cache/metrics.rs`,
+//! `foyer.rs`). Series carry the label `name="<metrics_name>"` so several instances can
+//! share a process, and a name is held by one live instance at a time: a second one gets
+//! [`BuildError::MetricsNameTaken`](crate::BuildError::MetricsNameTaken), rather than two
+//! instances overwriting each other's series. Handles are looked up in the recorder at each
+//! publish, so an instance built before the exporter was installed still publishes.
 //! Nothing is recorded on the hot path: the counters live in per-stripe and per-shard
 //! fields that writers update under the locks they already hold, and
 //! `publish_metrics()` sums them and sets the handles. Call it periodically (for example
@@ -13,9 +16,56 @@
 //!
 //! The metrics and their meaning are listed in the README, section "Metrics".
 
-use std::sync::Once;
+use std::collections::HashSet;
+use std::sync::{Mutex, Once, OnceLock};
 
 use metrics::{describe_counter, describe_gauge, Unit};
+
+use crate::error::BuildError;
+
+/// Which series a name labels: a filter's, or a cache's (whose admission counters a foyer
+/// admission condition also publishes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Family {
+    Filter,
+    Cache,
+}
+
+/// A `metrics_name` held by a live instance; dropping it frees the name.
+#[derive(Debug)]
+pub(crate) struct Claim {
+    family: Family,
+    name: String,
+}
+
+fn claimed() -> &'static Mutex<HashSet<(Family, String)>> {
+    static CLAIMED: OnceLock<Mutex<HashSet<(Family, String)>>> = OnceLock::new();
+    CLAIMED.get_or_init(Mutex::default)
+}
+
+impl Claim {
+    /// Takes `name` for `family`'s series; an error if a live instance holds it.
+    pub(crate) fn new(family: Family, name: &str) -> Result<Self, BuildError> {
+        let mut names = claimed().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !names.insert((family, name.to_owned())) {
+            return Err(BuildError::MetricsNameTaken { name: name.to_owned() });
+        }
+        describe();
+        Ok(Claim { family, name: name.to_owned() })
+    }
+
+    /// The series' labels.
+    pub(crate) fn labels(&self) -> [(&'static str, String); 1] {
+        [("name", self.name.clone())]
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let mut names = claimed().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        names.remove(&(self.family, std::mem::take(&mut self.name)));
+    }
+}
 
 // The filter's series (`filter/metrics.rs`).
 pub(crate) const FILTER_ITEMS: &str = "cuckoo_gate_filter_items";
@@ -42,6 +92,8 @@ pub(crate) const CACHE_LOADS_TOTAL: &str = "cuckoo_gate_cache_loads_total";
 pub(crate) const CACHE_LOADS_COALESCED_TOTAL: &str = "cuckoo_gate_cache_loads_coalesced_total";
 pub(crate) const CACHE_LOAD_FAILURES_TOTAL: &str = "cuckoo_gate_cache_load_failures_total";
 pub(crate) const CACHE_LOAD_WAITERS: &str = "cuckoo_gate_cache_load_waiters";
+pub(crate) const CACHE_EXPIRATIONS_TOTAL: &str = "cuckoo_gate_cache_expirations_total";
+pub(crate) const CACHE_WEIGHT: &str = "cuckoo_gate_cache_weight";
 
 // The gate's series (`cache/metrics.rs`, beside the admission counters).
 pub(crate) const GATE_ROTATIONS_TOTAL: &str = "cuckoo_gate_gate_rotations_total";
@@ -71,8 +123,20 @@ pub(crate) fn describe() {
         describe_counter!(CACHE_ADMITTED_TOTAL, Unit::Count, "Misses stored in the cache.");
         describe_counter!(CACHE_REJECTED_TOTAL, Unit::Count, "Misses kept out by the policy.");
         describe_counter!(CACHE_EVICTIONS_TOTAL, Unit::Count, "Entries evicted to make room.");
+        describe_counter!(
+            CACHE_EXPIRATIONS_TOTAL,
+            Unit::Count,
+            "Entries removed because their lifetime ended."
+        );
         describe_gauge!(CACHE_ENTRIES, Unit::Count, "Entries held by the cache.");
-        describe_gauge!(CACHE_CAPACITY, Unit::Count, "Most entries the cache holds.");
+        describe_gauge!(
+            CACHE_WEIGHT,
+            "Total weight held, in the weigher's unit (bytes, say); entries, without a weigher."
+        );
+        describe_gauge!(
+            CACHE_CAPACITY,
+            "Most total weight the cache holds, in the weigher's unit; entries, without a weigher."
+        );
         describe_counter!(CACHE_LOADS_TOTAL, Unit::Count, "Loaders run on misses (one per key at a time).");
         describe_counter!(
             CACHE_LOADS_COALESCED_TOTAL,

@@ -2,7 +2,9 @@
 //! `metrics-util`'s debugging recorder.
 #![cfg(feature = "metrics")]
 
-use cuckoo_gate::{AdmissionCache, AdmissionPolicy, CuckooFilter};
+use std::time::Duration;
+
+use cuckoo_gate::{AdmissionCache, AdmissionPolicy, BuildError, Clock, CuckooFilter};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
 /// One snapshot (taking a snapshot drains the recorder's counters), keyed by name and label.
@@ -25,16 +27,13 @@ fn value<'a>(snapshot: &'a Snapshot, name: &str, label: &str) -> Option<&'a Debu
 #[test]
 fn filter_and_cache_publish_their_counters() {
     let recorder = DebuggingRecorder::new();
-    let (filter, cache) = metrics::with_local_recorder(&recorder, || {
-        let filter = CuckooFilter::builder().capacity(1_000).metrics_name("f").build().unwrap();
-        let cache: AdmissionCache<u64, u64> = AdmissionCache::builder()
-            .capacity(10)
-            .admission(AdmissionPolicy::SecondHit)
-            .metrics_name("c")
-            .build()
-            .unwrap();
-        (filter, cache)
-    });
+    let filter = CuckooFilter::builder().capacity(1_000).metrics_name("f").build().unwrap();
+    let cache: AdmissionCache<u64, u64> = AdmissionCache::builder()
+        .capacity(10)
+        .admission(AdmissionPolicy::SecondHit)
+        .metrics_name("c")
+        .build()
+        .unwrap();
     for k in 0..100u32 {
         filter.insert(&k).unwrap();
     }
@@ -45,8 +44,11 @@ fn filter_and_cache_publish_their_counters() {
         }
     }
     cache.get(&1);
-    filter.publish_metrics();
-    cache.publish_metrics();
+    // Built before the recorder was in place: publishing finds the one in place now.
+    metrics::with_local_recorder(&recorder, || {
+        filter.publish_metrics();
+        cache.publish_metrics();
+    });
     let snap = snapshot(&recorder);
 
     assert_eq!(value(&snap, "cuckoo_gate_filter_items", "f"), Some(&DebugValue::Gauge(99.0.into())));
@@ -70,4 +72,45 @@ fn nothing_is_registered_without_a_name() {
         filter.publish_metrics();
     });
     assert!(snapshot(&recorder).is_empty());
+}
+
+#[test]
+fn a_metrics_name_is_held_by_one_live_instance() {
+    let build = || AdmissionCache::<u64, u64>::builder().capacity(10).metrics_name("one").build();
+    let first = build().unwrap();
+    assert_eq!(build().unwrap_err(), BuildError::MetricsNameTaken { name: "one".into() });
+    let filter = CuckooFilter::builder().capacity(10).metrics_name("one").build();
+    assert!(filter.is_ok(), "a filter's series are apart from a cache's");
+    drop(first);
+    assert!(build().is_ok(), "free again once the first is dropped");
+}
+
+#[test]
+fn weighted_and_expiring_caches_publish_weight_and_expirations() {
+    let (clock, hand) = Clock::manual();
+    let cache: AdmissionCache<u64, Vec<u8>> = AdmissionCache::builder()
+        .capacity(1 << 20)
+        .weigher(|_, value: &Vec<u8>| value.len() as u32)
+        .estimated_entries(100)
+        .time_to_live(Duration::from_secs(1))
+        .clock(clock)
+        .metrics_name("bytes")
+        .build()
+        .unwrap();
+    for k in 0..10 {
+        let _ = cache.insert(k, vec![0; 1_000]);
+    }
+    hand.advance(Duration::from_secs(1));
+    let _ = cache.insert(10, vec![0; 500]);
+    cache.purge_expired();
+    let recorder = DebuggingRecorder::new();
+    metrics::with_local_recorder(&recorder, || cache.publish_metrics());
+    let snap = snapshot(&recorder);
+    assert_eq!(value(&snap, "cuckoo_gate_cache_weight", "bytes"), Some(&DebugValue::Gauge(500.0.into())));
+    assert_eq!(value(&snap, "cuckoo_gate_cache_expirations_total", "bytes"), Some(&DebugValue::Counter(10)));
+    let capacity = f64::from(1u32 << 20);
+    assert_eq!(
+        value(&snap, "cuckoo_gate_cache_capacity", "bytes"),
+        Some(&DebugValue::Gauge(capacity.into()))
+    );
 }

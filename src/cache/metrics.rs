@@ -1,85 +1,69 @@
 //! The cache's metric handles (names and descriptions in `crate::metrics`).
 
-use metrics::{counter, gauge, Counter, Gauge};
+use metrics::{counter, gauge};
 
 use super::CacheStats;
+use crate::error::BuildError;
 use crate::gate::GateStats;
 use crate::metrics::{
-    CACHE_ADMITTED_TOTAL, CACHE_CAPACITY, CACHE_ENTRIES, CACHE_EVICTIONS_TOTAL, CACHE_HITS_TOTAL,
-    CACHE_LOADS_COALESCED_TOTAL, CACHE_LOADS_TOTAL, CACHE_LOAD_FAILURES_TOTAL, CACHE_LOAD_WAITERS,
-    CACHE_MISSES_TOTAL, CACHE_REJECTED_TOTAL, GATE_MEMORY_BYTES, GATE_ROTATIONS_TOTAL,
+    Claim, Family, CACHE_ADMITTED_TOTAL, CACHE_CAPACITY, CACHE_ENTRIES, CACHE_EVICTIONS_TOTAL,
+    CACHE_EXPIRATIONS_TOTAL, CACHE_HITS_TOTAL, CACHE_LOADS_COALESCED_TOTAL, CACHE_LOADS_TOTAL,
+    CACHE_LOAD_FAILURES_TOTAL, CACHE_LOAD_WAITERS, CACHE_MISSES_TOTAL, CACHE_REJECTED_TOTAL, CACHE_WEIGHT,
+    GATE_MEMORY_BYTES, GATE_ROTATIONS_TOTAL,
 };
 
-/// The registered handles of an admission decision and its gate: a cache's, or those of
-/// an admission condition in front of another cache (`foyer.rs`).
+/// The series of an admission decision and its gate: a cache's, or those of an admission
+/// condition in front of another cache (`foyer.rs`). Handles are looked up at each
+/// publish, in the recorder installed then.
 pub(crate) struct AdmissionMetrics {
-    admitted: Counter,
-    rejected: Counter,
-    rotations: Counter,
-    gate_memory: Gauge,
+    claim: Claim,
 }
 
 impl AdmissionMetrics {
-    pub(crate) fn new(name: &str) -> Self {
-        crate::metrics::describe();
-        let labels = [("name", name.to_owned())];
-        AdmissionMetrics {
-            admitted: counter!(CACHE_ADMITTED_TOTAL, &labels),
-            rejected: counter!(CACHE_REJECTED_TOTAL, &labels),
-            rotations: counter!(GATE_ROTATIONS_TOTAL, &labels),
-            gate_memory: gauge!(GATE_MEMORY_BYTES, &labels),
-        }
+    /// Takes `name` for the cache series; an error if a live instance holds it.
+    pub(crate) fn new(name: &str) -> Result<Self, BuildError> {
+        Ok(AdmissionMetrics { claim: Claim::new(Family::Cache, name)? })
     }
 
     pub(crate) fn publish(&self, admitted: u64, rejected: u64, gate: &GateStats) {
-        self.admitted.absolute(admitted);
-        self.rejected.absolute(rejected);
-        self.rotations.absolute(gate.rotations);
-        self.gate_memory.set(gate.memory_bytes as f64);
+        let labels = self.claim.labels();
+        counter!(CACHE_ADMITTED_TOTAL, &labels).absolute(admitted);
+        counter!(CACHE_REJECTED_TOTAL, &labels).absolute(rejected);
+        counter!(GATE_ROTATIONS_TOTAL, &labels).absolute(gate.rotations);
+        gauge!(GATE_MEMORY_BYTES, &labels).set(gate.memory_bytes as f64);
     }
 }
 
-/// The registered handles of one cache and its gate.
+/// The series of one cache and its gate.
 pub(crate) struct CacheMetrics {
     admission: AdmissionMetrics,
-    hits: Counter,
-    misses: Counter,
-    evictions: Counter,
-    entries: Gauge,
-    capacity: Gauge,
-    loads: Counter,
-    loads_coalesced: Counter,
-    load_failures: Counter,
-    load_waiters: Gauge,
+}
+
+/// What a cache publishes besides its counters.
+pub(crate) struct Held {
+    pub(crate) entries: usize,
+    pub(crate) weight: u64,
+    pub(crate) capacity: u64,
 }
 
 impl CacheMetrics {
-    pub(crate) fn new(name: &str) -> Self {
-        let labels = [("name", name.to_owned())];
-        CacheMetrics {
-            admission: AdmissionMetrics::new(name),
-            hits: counter!(CACHE_HITS_TOTAL, &labels),
-            misses: counter!(CACHE_MISSES_TOTAL, &labels),
-            evictions: counter!(CACHE_EVICTIONS_TOTAL, &labels),
-            entries: gauge!(CACHE_ENTRIES, &labels),
-            capacity: gauge!(CACHE_CAPACITY, &labels),
-            loads: counter!(CACHE_LOADS_TOTAL, &labels),
-            loads_coalesced: counter!(CACHE_LOADS_COALESCED_TOTAL, &labels),
-            load_failures: counter!(CACHE_LOAD_FAILURES_TOTAL, &labels),
-            load_waiters: gauge!(CACHE_LOAD_WAITERS, &labels),
-        }
+    pub(crate) fn new(name: &str) -> Result<Self, BuildError> {
+        Ok(CacheMetrics { admission: AdmissionMetrics::new(name)? })
     }
 
-    pub(crate) fn publish(&self, s: &CacheStats, entries: usize, capacity: u64, gate: &GateStats) {
+    pub(crate) fn publish(&self, s: &CacheStats, held: &Held, gate: &GateStats) {
         self.admission.publish(s.admitted, s.rejected, gate);
-        self.hits.absolute(s.hits);
-        self.misses.absolute(s.misses);
-        self.evictions.absolute(s.evictions);
-        self.entries.set(entries as f64);
-        self.capacity.set(capacity as f64);
-        self.loads.absolute(s.loads);
-        self.loads_coalesced.absolute(s.loads_coalesced);
-        self.load_failures.absolute(s.load_failures);
-        self.load_waiters.set(s.loads_waiting as f64);
+        let labels = self.admission.claim.labels();
+        counter!(CACHE_HITS_TOTAL, &labels).absolute(s.hits);
+        counter!(CACHE_MISSES_TOTAL, &labels).absolute(s.misses);
+        counter!(CACHE_EVICTIONS_TOTAL, &labels).absolute(s.evictions);
+        counter!(CACHE_EXPIRATIONS_TOTAL, &labels).absolute(s.expirations);
+        gauge!(CACHE_ENTRIES, &labels).set(held.entries as f64);
+        gauge!(CACHE_WEIGHT, &labels).set(held.weight as f64);
+        gauge!(CACHE_CAPACITY, &labels).set(held.capacity as f64);
+        counter!(CACHE_LOADS_TOTAL, &labels).absolute(s.loads);
+        counter!(CACHE_LOADS_COALESCED_TOTAL, &labels).absolute(s.loads_coalesced);
+        counter!(CACHE_LOAD_FAILURES_TOTAL, &labels).absolute(s.load_failures);
+        gauge!(CACHE_LOAD_WAITERS, &labels).set(s.loads_waiting as f64);
     }
 }

@@ -483,17 +483,21 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
         self
     }
 
-    /// Registers this cache's metrics (feature `metrics`) under the label
-    /// `name="<name>"`; publish them with [`AdmissionCache::publish_metrics`].
+    /// Publishes this cache's metrics (feature `metrics`) under the label
+    /// `name="<name>"`, each time [`AdmissionCache::publish_metrics`] is called, to the
+    /// recorder installed then. One live instance holds a name at a time.
     ///
     /// # Examples
     ///
     /// ```
+    /// use cuckoo_gate::{AdmissionCache, BuildError};
+    ///
     /// let recorder = metrics_util::debugging::DebuggingRecorder::new(); // or a Prometheus exporter
-    /// let builder = cuckoo_gate::AdmissionCache::<u64, u64>::builder().capacity(100).metrics_name("edge");
-    /// let cache = metrics::with_local_recorder(&recorder, || builder.build())?;
-    /// cache.publish_metrics();
-    /// assert_eq!(recorder.snapshotter().snapshot().into_vec().len(), 13); // the cache's series
+    /// let builder = AdmissionCache::<u64, u64>::builder().capacity(100).metrics_name("edge");
+    /// let cache = builder.clone().build()?;
+    /// metrics::with_local_recorder(&recorder, || cache.publish_metrics());
+    /// assert_eq!(recorder.snapshotter().snapshot().into_vec().len(), 15); // the cache's series
+    /// assert!(matches!(builder.build(), Err(BuildError::MetricsNameTaken { .. })));
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     #[cfg(feature = "metrics")]
@@ -507,6 +511,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
     /// # Errors
     ///
     /// [`BuildError::ZeroCapacity`] for a zero capacity or gate capacity,
+    /// [`BuildError::MetricsNameTaken`] for a `metrics_name` a live cache publishes under,
     /// [`BuildError::InvalidShards`] for zero shards, more shards than the capacity or
     /// more than [`MAX_SHARDS`], [`BuildError::EstimatedEntriesRequired`] for a weigher
     /// without an estimate, the gate's own errors, and under S3-FIFO
@@ -595,7 +600,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
             expiry: Expiry::new(self.clock, self.time_to_live, self.time_to_idle),
             listener: self.listener,
             #[cfg(feature = "metrics")]
-            metrics: self.metrics_name.as_deref().map(metrics::CacheMetrics::new),
+            metrics: self.metrics_name.as_deref().map(metrics::CacheMetrics::new).transpose()?,
         })
     }
 }
@@ -1048,7 +1053,8 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     pub fn publish_metrics(&self) {
         if let Some(metrics) = &self.metrics {
             let (stats, entries) = self.snapshot();
-            metrics.publish(&stats, entries, self.capacity, &self.gate_stats());
+            let held = metrics::Held { entries, weight: self.weight(), capacity: self.capacity };
+            metrics.publish(&stats, &held, &self.gate_stats());
         }
     }
 

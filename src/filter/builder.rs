@@ -243,16 +243,17 @@ impl FilterBuilder {
         self
     }
 
-    /// Registers this filter's metrics (feature `metrics`) under the label
-    /// `name="<name>"`; publish them with [`CuckooFilter::publish_metrics`].
+    /// Publishes this filter's metrics (feature `metrics`) under the label
+    /// `name="<name>"`, each time [`CuckooFilter::publish_metrics`] is called, to the
+    /// recorder installed then. One live filter holds a name at a time
+    /// ([`BuildError::MetricsNameTaken`](crate::BuildError::MetricsNameTaken) otherwise).
     ///
     /// # Examples
     ///
     /// ```
     /// let recorder = metrics_util::debugging::DebuggingRecorder::new(); // or a Prometheus exporter
-    /// let builder = cuckoo_gate::CuckooFilter::builder().capacity(100).metrics_name("sessions");
-    /// let filter = metrics::with_local_recorder(&recorder, || builder.build())?;
-    /// filter.publish_metrics();
+    /// let filter = cuckoo_gate::CuckooFilter::builder().capacity(100).metrics_name("sessions").build()?;
+    /// metrics::with_local_recorder(&recorder, || filter.publish_metrics());
     /// assert_eq!(recorder.snapshotter().snapshot().into_vec().len(), 11); // the filter's series
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
@@ -268,8 +269,8 @@ impl FilterBuilder {
     ///
     /// A [`BuildError`] naming the setting to change: ε outside (0, 1) or below the
     /// smallest supported value, zero capacity, a table too large to address or allocate,
-    /// a stripe count that is not a power of two or more than the table can use, or room
-    /// to grow for a windowed filter.
+    /// a stripe count that is not a power of two or more than the table can use, room to
+    /// grow for a windowed filter, or a `metrics_name` a live filter publishes under.
     ///
     /// # Examples
     ///
@@ -357,7 +358,7 @@ impl FilterBuilder {
         let mut filter = CuckooFilter::from_parts(tables, stripes, eps, seed);
         #[cfg(feature = "metrics")]
         if let Some(name) = &self.metrics_name {
-            filter.metrics = Some(super::metrics::FilterMetrics::new(name));
+            filter.metrics = Some(super::metrics::FilterMetrics::new(name)?);
         }
         Ok(filter)
     }
