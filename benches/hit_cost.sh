@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Instructions per hit through `get` and through `get_or_insert_with`, by callgrind: each
-# call runs examples/hit_cost.rs at N and 2N hits, and the difference over N is the cost of
-# one hit (setup cancels out). Needs valgrind.
+# Instructions per hit through `get`, through `get_or_insert_with`, and through `get` with a
+# time to live and with a time to idle, by callgrind: each call runs examples/hit_cost.rs at
+# N and 2N hits, and the difference over N is the cost of one hit (setup cancels out).
+# Needs valgrind.
 #   bash benches/hit_cost.sh [N]      (default N = 1000000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,10 +14,12 @@ count() { # instructions of one run
         | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
 declare -A per
-for call in get get-or-insert; do
+for call in get get-or-insert get-ttl get-tti; do
     one=$(count "$call" "$n")
     two=$(count "$call" $((2 * n)))
     per[$call]=$(python3 -c "print(f'{($two - $one) / $n:.2f}')")
     echo "$call: ${per[$call]} instructions per hit ($one at N=$n, $two at 2N)"
 done
-python3 -c "print(f'get-or-insert / get: {${per[get-or-insert]} / ${per[get]}:.3f}')"
+for call in get-or-insert get-ttl get-tti; do
+    python3 -c "print(f'$call / get: {${per[$call]} / ${per[get]}:.3f}')"
+done

@@ -284,6 +284,10 @@ mod imp {
 
 pub(crate) use imp::*;
 
+/// An atomic for a `static`, which loom's cannot be: only for state outside the modelled
+/// protocols (the expiry clock's ticker).
+pub(crate) use std::sync::atomic::AtomicU64 as StaticAtomicU64;
+
 use crossbeam_utils::CachePadded;
 
 /// Asks the CPU to start loading the cache line holding `value` (a hint: no effect on what

@@ -3,9 +3,13 @@
 //!
 //! Time is counted in ticks of 2^-32 seconds (about 0.23 ns; a `u64` of them spans 136
 //! years) since an arbitrary start. The system clock is the kernel's coarse monotonic
-//! clock (`CLOCK_MONOTONIC_COARSE` on Linux, through the `coarsetime` crate): a read of
-//! a few nanoseconds from the vDSO, never a system call, updated every 1 to 4 ms. An entry
-//! may so outlive its deadline by a few milliseconds; it is never returned after.
+//! clock (`CLOCK_MONOTONIC_COARSE` on Linux, read through the `coarsetime` crate, which
+//! knows each platform's cheapest monotonic clock), updated every 1 to 4 ms. While a cache
+//! with expiry is alive, one process-wide thread reads it every millisecond into an atomic
+//! that lookups load (one load, where reading the clock costs a call and a few
+//! nanoseconds); with no such thread, lookups read the clock themselves. An entry may so
+//! outlive its deadline by a few milliseconds, by the kernel's clock; it is never returned
+//! after. The ticker stops when the last cache that started it is dropped.
 //!
 //! Each entry has one deadline (`u64` ticks, [`NEVER`] for none), in a column beside the
 //! store's slots that a shard allocates when it first stores an entry with a lifetime: a
@@ -14,10 +18,10 @@
 //! second column holds when both are in play.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::primitive::{AtomicU64, Ordering};
+use crate::primitive::{AtomicU64, AtomicU8, Ordering, StaticAtomicU64};
 
 /// A deadline that never comes.
 pub(crate) const NEVER: u64 = u64::MAX;
@@ -54,43 +58,117 @@ pub(crate) fn ticks(duration: Duration) -> u64 {
 /// assert_eq!(cache.get(&1), None); // expired: a miss
 /// # Ok::<(), cuckoo_gate::BuildError>(())
 /// ```
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Clock {
-    manual: Option<Arc<AtomicU64>>,
+    /// The time, in ticks: the ticker's reading (0 while no ticker runs, when [`Clock::now`]
+    /// reads the system's clock itself), or a manual clock's, which starts at 1.
+    ticks: Arc<StaticAtomicU64>,
+    manual: bool,
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::system()
+    }
 }
 
 impl Clock {
     /// The system's coarse monotonic clock (the default).
     pub fn system() -> Self {
-        Clock { manual: None }
+        Clock { ticks: RECENT.get_or_init(Arc::default).clone(), manual: false }
     }
 
     /// A clock that stands still until its [`ManualClock`] advances it.
     pub fn manual() -> (Self, ManualClock) {
-        let ticks = Arc::new(AtomicU64::new(0));
-        (Clock { manual: Some(ticks.clone()) }, ManualClock { ticks })
+        let ticks = Arc::new(StaticAtomicU64::new(1));
+        (Clock { ticks: ticks.clone(), manual: true }, ManualClock { ticks })
     }
 
     /// Now, in ticks.
     #[inline]
     pub(crate) fn now(&self) -> u64 {
-        match &self.manual {
-            None => coarsetime::Instant::now_without_cache_update().as_ticks(),
-            Some(ticks) => ticks.load(Ordering::Acquire),
+        match self.ticks.load(Ordering::Acquire) {
+            0 => coarse_now(),
+            now => now,
         }
+    }
+
+    /// Keeps the ticker running while the returned hold lives (a manual clock needs none).
+    fn hold(&self) -> Option<TickerHold> {
+        (!self.manual).then(TickerHold::new)
+    }
+}
+
+/// The system's coarse monotonic clock, in ticks (never 0).
+fn coarse_now() -> u64 {
+    coarsetime::Instant::now_without_cache_update().as_ticks().max(1)
+}
+
+/// The ticker's last reading of [`coarse_now`]; 0 while no ticker runs.
+static RECENT: OnceLock<Arc<StaticAtomicU64>> = OnceLock::new();
+
+/// The ticker's reading.
+fn recent() -> &'static StaticAtomicU64 {
+    RECENT.get_or_init(Arc::default)
+}
+
+/// How often the ticker reads the clock.
+const TICK: Duration = Duration::from_millis(1);
+
+/// Caches holding the ticker, and whether its thread runs.
+static TICKER: Mutex<(usize, bool)> = Mutex::new((0, false));
+
+/// A cache's hold on the ticker.
+#[derive(Debug)]
+struct TickerHold;
+
+impl TickerHold {
+    fn new() -> Self {
+        let mut ticker = TICKER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        ticker.0 += 1;
+        if !ticker.1 {
+            recent().store(coarse_now(), Ordering::Relaxed);
+            let spawned = std::thread::Builder::new().name("cuckoo-gate-clock".into()).spawn(tick);
+            // Without the thread (a process out of threads), lookups read the clock.
+            ticker.1 = spawned.is_ok();
+            if !ticker.1 {
+                recent().store(0, Ordering::Relaxed);
+            }
+        }
+        TickerHold
+    }
+}
+
+impl Drop for TickerHold {
+    fn drop(&mut self) {
+        TICKER.lock().unwrap_or_else(std::sync::PoisonError::into_inner).0 -= 1;
+    }
+}
+
+/// The ticker's thread: reads the clock every [`TICK`] while any cache holds it.
+fn tick() {
+    loop {
+        std::thread::sleep(TICK);
+        let mut ticker = TICKER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if ticker.0 == 0 {
+            ticker.1 = false;
+            recent().store(0, Ordering::Relaxed);
+            return;
+        }
+        recent().store(coarse_now(), Ordering::Relaxed);
     }
 }
 
 impl fmt::Debug for Clock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.manual.is_some() { "Clock::manual" } else { "Clock::system" })
+        f.write_str(if self.manual { "Clock::manual" } else { "Clock::system" })
     }
 }
 
 /// The hand of a [`Clock::manual`]: moves its time forward.
 #[derive(Clone, Debug)]
 pub struct ManualClock {
-    ticks: Arc<AtomicU64>,
+    ticks: Arc<StaticAtomicU64>,
 }
 
 impl ManualClock {
@@ -103,18 +181,51 @@ impl ManualClock {
 }
 
 /// A cache's lifetimes, and its clock.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Expiry {
     pub(crate) clock: Clock,
     /// Time to live from each write, in ticks ([`NEVER`] for none).
     pub(crate) ttl: u64,
     /// Time to idle from each write and hit, in ticks (0 for none).
     pub(crate) tti: u64,
+    /// The cache's hold on the ticker, taken when it is built with a lifetime or first
+    /// given an entry with one.
+    ticker: OnceLock<Option<TickerHold>>,
+    /// Set (to 1) before the first entry with a deadline is written: until then lookups
+    /// take the path that reads no deadline. A lookup that finds such an entry took the
+    /// shard's lock after its writer released it, so it sees this set.
+    timed: AtomicU8,
 }
 
 impl Expiry {
     pub(crate) fn new(clock: Clock, ttl: Option<Duration>, tti: Option<Duration>) -> Self {
-        Expiry { clock, ttl: ttl.map_or(NEVER, ticks), tti: tti.map_or(0, |tti| ticks(tti).max(1)) }
+        let expiry = Expiry {
+            clock,
+            ttl: ttl.map_or(NEVER, ticks),
+            tti: tti.map_or(0, |tti| ticks(tti).max(1)),
+            ticker: OnceLock::new(),
+            timed: AtomicU8::new(0),
+        };
+        if expiry.by_default() {
+            expiry.start();
+        }
+        expiry
+    }
+
+    /// Readies the cache for entries with deadlines: lookups check them from now on, and
+    /// the clock ticks.
+    #[inline]
+    pub(crate) fn start(&self) {
+        if self.ticker.get().is_none() {
+            self.timed.store(1, Ordering::Relaxed);
+            self.ticker.get_or_init(|| self.clock.hold());
+        }
+    }
+
+    /// Whether entries may have deadlines.
+    #[inline]
+    pub(crate) fn timed(&self) -> bool {
+        self.timed.load(Ordering::Relaxed) != 0
     }
 
     /// Whether entries get a deadline without being given a lifetime of their own.
@@ -157,6 +268,20 @@ impl Deadlines {
     #[inline]
     pub(crate) fn expired(&self, slot: u32, now: u64) -> bool {
         self.at[slot as usize].load(Ordering::Relaxed) <= now
+    }
+
+    /// Whether the entry in `slot` is live now by `expiry`'s clock; a `hit` on it moves an
+    /// idle deadline on.
+    #[inline(always)]
+    pub(crate) fn live(&self, slot: u32, expiry: &Expiry, hit: bool) -> bool {
+        let now = expiry.clock.now();
+        if self.expired(slot, now) {
+            return false;
+        }
+        if hit && expiry.tti != 0 {
+            self.touch(slot, now, expiry.tti);
+        }
+        true
     }
 
     /// Sets `slot`'s deadline and cap (growing the column to reach it).
@@ -219,7 +344,7 @@ const SWEEP: usize = 2;
 mod tests {
     use std::time::Duration;
 
-    use super::{ticks, Clock, Deadlines, Expiry, NEVER};
+    use super::{recent, ticks, Clock, Deadlines, Expiry, Ordering, NEVER};
 
     #[test]
     fn durations_become_ticks_and_saturate() {
@@ -232,13 +357,25 @@ mod tests {
     #[test]
     fn a_manual_clock_moves_only_when_advanced() {
         let (clock, hand) = Clock::manual();
-        assert_eq!(clock.now(), 0);
+        assert_eq!(clock.now(), 1);
         hand.advance(Duration::from_secs(2));
-        assert_eq!(clock.now(), 2 << 32);
+        assert_eq!(clock.now(), (2 << 32) + 1);
         hand.advance(Duration::MAX);
         assert_eq!(clock.now(), NEVER);
         let system = Clock::system();
         assert!(system.now() > 0 && system.now() <= Clock::system().now());
+    }
+
+    #[test]
+    fn the_ticker_runs_while_a_cache_holds_it() {
+        let expiry = Expiry::new(Clock::system(), Some(Duration::from_secs(1)), None);
+        let before = recent().load(Ordering::Relaxed);
+        assert_ne!(before, 0, "lookups load the ticker's reading");
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(recent().load(Ordering::Relaxed) > before, "the ticker moves it on");
+        drop(expiry);
+        let manual = Expiry::new(Clock::manual().0, Some(Duration::from_secs(1)), None);
+        assert!(manual.ticker.get().is_some_and(Option::is_none), "a manual clock needs no ticker");
     }
 
     #[test]

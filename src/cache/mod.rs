@@ -649,12 +649,31 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// ```
     #[inline]
     pub fn get(&self, key: &K) -> Option<V> {
-        self.get_hashed(self.hasher.hash_one(key), key)
+        if self.expiry.timed() {
+            return self.get_timed(key);
+        }
+        self.get_plain(self.hasher.hash_one(key), key)
+    }
+
+    /// [`get`](Self::get) in a cache whose entries may have deadlines, out of line: a
+    /// cache without expiry keeps its lookup's code (and registers) as they were.
+    #[inline(never)]
+    fn get_timed(&self, key: &K) -> Option<V> {
+        self.get_timed_hashed(self.hasher.hash_one(key), key)
     }
 
     /// [`get`](Self::get) of a key whose hash is known.
     #[inline]
     fn get_hashed(&self, hash: u64, key: &K) -> Option<V> {
+        if self.expiry.timed() {
+            return self.get_timed_hashed(hash, key);
+        }
+        self.get_plain(hash, key)
+    }
+
+    /// A lookup in a cache whose entries have no deadlines.
+    #[inline]
+    fn get_plain(&self, hash: u64, key: &K) -> Option<V> {
         let shard = self.shard(hash);
         let found = match self.policy {
             AdmissionPolicy::Always => {
@@ -667,9 +686,37 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
             }
             _ => {
                 let held = shard.read();
-                let found = held.get(hash, key, &self.expiry);
+                let found = held.get(hash, key);
                 // A hit is counted as the hold is released (a panic in user code above
                 // releases it uncounted).
+                if found.is_some() && held.release_hit() {
+                    shard.drain_hits();
+                }
+                found
+            }
+        };
+        if found.is_none() {
+            self.misses.add(0);
+        }
+        found
+    }
+
+    /// A lookup in a cache whose entries may have deadlines: an expired entry is a miss.
+    #[inline(always)]
+    fn get_timed_hashed(&self, hash: u64, key: &K) -> Option<V> {
+        let shard = self.shard(hash);
+        let found = match self.policy {
+            AdmissionPolicy::Always => {
+                let mut held = shard.write();
+                let found = held.get_mut(hash, key, &self.expiry);
+                if found.is_some() {
+                    held.count_hit();
+                }
+                found
+            }
+            _ => {
+                let held = shard.read();
+                let found = held.get_timed(hash, key, &self.expiry);
                 if found.is_some() && held.release_hit() {
                     shard.drain_hits();
                 }
@@ -725,6 +772,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// ```
     #[must_use = "the policy may not store the entry: see `Admission`"]
     pub fn insert_with_ttl(&self, key: K, value: V, ttl: Duration) -> Admission {
+        self.expiry.start();
         self.write(key, value, Some(ticks(ttl)))
     }
 

@@ -105,22 +105,31 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     #[inline]
     fn find_live(&self, hash: u64, key: &K, expiry: &Expiry, hit: bool) -> Option<u32> {
         let index = self.store.find(hash, key)?;
-        if let Some(deadlines) = self.store.deadlines() {
-            let now = expiry.clock.now();
-            if deadlines.expired(index, now) {
-                return None;
-            }
-            if hit && expiry.tti != 0 {
-                deadlines.touch(index, now, expiry.tti);
-            }
+        match self.store.deadlines() {
+            Some(deadlines) if !deadlines.live(index, expiry, hit) => None,
+            _ => Some(index),
         }
-        Some(index)
     }
 
-    /// A lookup under the read lock: a hit counts the request on the entry.
+    /// A lookup under the read lock: a hit counts the request on the entry. For a cache
+    /// whose entries have no deadlines (see [`Expiry::timed`]).
     #[inline]
-    pub(crate) fn get(&self, hash: u64, key: &K, expiry: &Expiry) -> Option<V> {
-        let entry = self.store.entry(self.find_live(hash, key, expiry, true)?);
+    pub(crate) fn get(&self, hash: u64, key: &K) -> Option<V> {
+        let entry = self.store.entry(self.store.find(hash, key)?);
+        entry.touch(MAX_FREQ);
+        Some(entry.value.clone())
+    }
+
+    /// [`Shard::get`], for a cache whose entries may have deadlines: an expired entry is a
+    /// miss.
+    #[inline(always)]
+    pub(crate) fn get_timed(&self, hash: u64, key: &K, expiry: &Expiry) -> Option<V> {
+        let (index, entry) = self.store.find_entry(hash, key)?;
+        if let Some(deadlines) = self.store.deadlines() {
+            if !deadlines.live(index, expiry, true) {
+                return None;
+            }
+        }
         entry.touch(MAX_FREQ);
         Some(entry.value.clone())
     }

@@ -150,8 +150,9 @@ pub(crate) struct Store<K, V> {
     /// Each slot's weight, in a weighted store; in an unweighted one every entry weighs 1,
     /// and entries stay small (32 bytes for `u64` keys and values).
     weights: Option<Vec<u32>>,
-    /// Each slot's deadline, once the store has held an entry with a lifetime.
-    deadlines: Option<Deadlines>,
+    /// Each slot's deadline, once the store has held an entry with a lifetime (boxed: a
+    /// lookup without expiry tests one word for null).
+    deadlines: Option<Box<Deadlines>>,
     free: Vec<u32>,
     queues: [Ring; 2],
     next_stamp: u32,
@@ -203,7 +204,7 @@ impl<K, V> Store<K, V> {
     /// The deadlines, if the store has held an entry with a lifetime.
     #[inline]
     pub(crate) fn deadlines(&self) -> Option<&Deadlines> {
-        self.deadlines.as_ref()
+        self.deadlines.as_deref()
     }
 
     /// Whether the entry at `index` expired at `now`.
@@ -221,7 +222,7 @@ impl<K, V> Store<K, V> {
             None => {
                 let mut deadlines = Deadlines::new(self.slots.len(), idle);
                 deadlines.set(index, deadline);
-                self.deadlines = Some(deadlines);
+                self.deadlines = Some(Box::new(deadlines));
             }
         }
     }
@@ -245,6 +246,24 @@ impl<K, V> Store<K, V> {
     /// An empty store of the same kind.
     pub(crate) fn emptied(&self) -> Self {
         Store::with_capacity(0, self.weights.is_some())
+    }
+
+    /// The index and entry of `key`.
+    #[inline]
+    pub(crate) fn find_entry(&self, hash: u64, key: &K) -> Option<(u32, &Entry<K, V>)>
+    where
+        K: Eq,
+    {
+        let slots = &self.slots;
+        let mut found = None;
+        self.table.find(hash, |&i| match &slots[i as usize] {
+            Some(e) if e.key == *key => {
+                found = Some((i, e));
+                true
+            }
+            _ => false,
+        });
+        found
     }
 
     /// The entry at `index` (which `find` or `tail` returned).
