@@ -1,5 +1,5 @@
 //! Replays a request stream through each admission policy and through the caches users
-//! would pick instead (quick_cache, moka), and prints hit ratio, cache writes and
+//! would pick instead (quick_cache, moka, TinyUFO), and prints hit ratio, cache writes and
 //! throughput.
 //!
 //! ```text
@@ -7,7 +7,17 @@
 //! cargo run --release --example replay -- --trace ../shared/traces/adaptsize_cdn.keys
 //! cargo run --release --example replay -- --trace FILE --capacity-pct 5 --threads 2
 //! cargo run --release --example replay -- --sweep ../shared/traces   # every trace, 1/5/10%
+//! cargo run --release --example replay -- --trace FILE --ttl  # objects with lifetimes
 //! ```
+//!
+//! TinyUFO weighs entries in `u16`: weighted, it is given sizes and capacity in KiB.
+//!
+//! With `--ttl` each object gets a lifetime, drawn per key (fixed by a hash of the key) from
+//! 0.2, 0.5, 1 and 2 seconds, as a CDN's `max-age` would give it, and is stored with
+//! `insert_with_ttl` (moka: an `Expiry` returning the same lifetime; quick_cache and
+//! TinyUFO have no expiry and sit this out). moka's clock cannot be set by hand, so the
+//! replay runs in real time: one request every 10 µs, paced on the wall clock, single
+//! threaded, for every cache alike.
 //!
 //! A request is a lookup; on a miss the object is offered to the cache (`insert`), which
 //! stores it or not according to the policy. A hit is a request whose key was in the cache
@@ -30,7 +40,7 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use cuckoo_gate::{Admission, AdmissionCache, AdmissionPolicy};
 
@@ -46,16 +56,17 @@ struct Args {
     sweep: Option<PathBuf>,
     capacity_pct: f64,
     threads: usize,
+    ttl: bool,
 }
 
 fn usage(problem: &str) -> ! {
     eprintln!("replay: {problem}");
-    eprintln!("usage: replay [--trace FILE | --sweep DIR] [--capacity-pct P] [--threads T]");
+    eprintln!("usage: replay [--trace FILE | --sweep DIR] [--capacity-pct P] [--threads T | --ttl]");
     std::process::exit(2)
 }
 
 fn parse_args() -> Args {
-    let mut args = Args { trace: None, sweep: None, capacity_pct: 5.0, threads: 1 };
+    let mut args = Args { trace: None, sweep: None, capacity_pct: 5.0, threads: 1, ttl: false };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().unwrap_or_else(|| usage(&format!("{flag} needs a value")));
@@ -74,9 +85,13 @@ fn parse_args() -> Args {
                     usage("--threads must be at least 1");
                 }
             }
+            "--ttl" => args.ttl = true,
             "-h" | "--help" => usage("help"),
             other => usage(&format!("unknown argument {other}")),
         }
+    }
+    if args.ttl && args.threads > 1 {
+        usage("--ttl replays on one thread");
     }
     args
 }
@@ -133,6 +148,24 @@ impl Replayed for moka::sync::Cache<u64, u32> {
     }
 }
 
+/// TinyUFO's weight for an object of `size` bytes, in KiB (it weighs in `u16`).
+fn kib(size: u32) -> u16 {
+    size.div_ceil(1024).clamp(1, u32::from(u16::MAX)) as u16
+}
+
+/// TinyUFO, weighing by size in KiB if `.1`.
+struct TinyUfo(tinyufo::TinyUfo<u64, u32>, bool);
+
+impl Replayed for TinyUfo {
+    fn get(&self, key: u64) -> bool {
+        self.0.get(&key).is_some()
+    }
+    fn offer(&self, key: u64, size: u32) -> Option<bool> {
+        self.0.put(key, size, if self.1 { kib(size) } else { 1 });
+        None // TinyLFU may refuse it; put does not tell
+    }
+}
+
 /// The caches compared, each made for a capacity (objects, or bytes when `weighted`),
 /// the expected number of objects held, and the shard count.
 type Maker = fn(u64, usize, usize, bool) -> Box<dyn Replayed>;
@@ -155,7 +188,7 @@ fn ours(
     Box::new(b.build().expect("replay's cache configuration is valid"))
 }
 
-const CACHES: [(&str, Maker); 5] = [
+const CACHES: [(&str, Maker); 6] = [
     ("LRU (Always)", |c, e, s, w| ours(AdmissionPolicy::Always, c, e, s, w)),
     ("SecondHit", |c, e, s, w| ours(AdmissionPolicy::SecondHit, c, e, s, w)),
     ("S3Fifo (default)", |c, e, s, w| ours(AdmissionPolicy::S3Fifo, c, e, s, w)),
@@ -174,6 +207,10 @@ const CACHES: [(&str, Maker); 5] = [
             b = b.weigher(|_, size: &u32| *size);
         }
         Box::new(b.build())
+    }),
+    ("TinyUFO 0.9", |c, e, _, w| {
+        let limit = if w { c.div_ceil(1024) } else { c };
+        Box::new(TinyUfo(tinyufo::TinyUfo::new(limit as usize, e.max(1)), w))
     }),
 ];
 
@@ -307,6 +344,142 @@ fn report(name: &str, trace: &[Request], pct: f64, threads: usize, weighted: boo
     println!();
 }
 
+/// The lifetime of `key` under `--ttl`: 0.2, 0.5, 1 or 2 s, by a hash of the key.
+fn lifetime(key: u64) -> Duration {
+    const LIFETIMES_MS: [u64; 4] = [200, 500, 1_000, 2_000];
+    Duration::from_millis(LIFETIMES_MS[(key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 62) as usize])
+}
+
+/// Real time between requests under `--ttl`.
+const PACE: Duration = Duration::from_micros(10);
+
+/// What a `--ttl` replay needs of a cache: a lookup, and an offer with a lifetime.
+trait Timed {
+    fn get(&self, key: u64) -> bool;
+    fn offer(&self, key: u64, size: u32, ttl: Duration) -> Option<bool>;
+}
+
+impl Timed for AdmissionCache<u64, u32> {
+    fn get(&self, key: u64) -> bool {
+        AdmissionCache::get(self, &key).is_some()
+    }
+    fn offer(&self, key: u64, size: u32, ttl: Duration) -> Option<bool> {
+        Some(self.insert_with_ttl(key, size, ttl) == Admission::Admitted)
+    }
+}
+
+/// moka's per-entry lifetime: [`lifetime`] of the key, from each write.
+struct PerKey;
+
+impl moka::Expiry<u64, u32> for PerKey {
+    fn expire_after_create(&self, key: &u64, _: &u32, _: std::time::Instant) -> Option<Duration> {
+        Some(lifetime(*key))
+    }
+    fn expire_after_update(
+        &self,
+        key: &u64,
+        _: &u32,
+        _: std::time::Instant,
+        _: Option<Duration>,
+    ) -> Option<Duration> {
+        Some(lifetime(*key))
+    }
+}
+
+impl Timed for moka::sync::Cache<u64, u32> {
+    fn get(&self, key: u64) -> bool {
+        moka::sync::Cache::get(self, &key).is_some()
+    }
+    fn offer(&self, key: u64, size: u32, _: Duration) -> Option<bool> {
+        // Every insert is written to moka's table; TinyLFU may evict it at the next
+        // maintenance, after the write.
+        self.insert(key, size);
+        Some(true)
+    }
+}
+
+/// Replays `trace` with lifetimes, one request per [`PACE`] of real time.
+fn replay_timed(trace: &[Request], cache: &dyn Timed) -> Outcome {
+    let mut o = Outcome { writes: Some(0), written_bytes: Some(0), ..Outcome::default() };
+    let start = Instant::now();
+    for (i, &Request { key, size }) in trace.iter().enumerate() {
+        if i % 64 == 0 {
+            let due = PACE * i as u32;
+            while start.elapsed() < due {
+                std::hint::spin_loop();
+            }
+        }
+        if cache.get(key) {
+            o.hits += 1;
+            o.hit_bytes += u64::from(size);
+            continue;
+        }
+        match cache.offer(key, size, lifetime(key)) {
+            Some(stored) => {
+                o.writes = o.writes.map(|w| w + u64::from(stored));
+                o.written_bytes = o.written_bytes.map(|w| w + if stored { u64::from(size) } else { 0 });
+            }
+            None => (o.writes, o.written_bytes) = (None, None),
+        }
+    }
+    o.ops_per_sec = trace.len() as f64 / start.elapsed().as_secs_f64();
+    o
+}
+
+/// The `--ttl` table: our policies and moka, on one thread, with lifetimes.
+fn report_ttl(name: &str, trace: &[Request], pct: f64, weighted: bool) {
+    let (objects, bytes) = distinct(trace);
+    let capacity = if weighted {
+        ((bytes as f64 * pct / 100.0) as u64).max(1)
+    } else {
+        ((objects as f64 * pct / 100.0) as u64).max(10)
+    };
+    let entries = (objects as f64 * pct / 100.0).max(1.0) as usize;
+    let unit = if weighted { "bytes" } else { "entries" };
+    println!(
+        "## {name} with lifetimes of 0.2 to 2 s, one request per 10 us: {} requests, {objects} objects, cache of {capacity} {unit} ({pct}%)",
+        trace.len()
+    );
+    let (ratio, written) =
+        if weighted { ("byte hit ratio", "bytes written") } else { ("hit ratio", "writes") };
+    println!("| cache | {ratio} | {written} |");
+    println!("|---|---|---|");
+    let total_bytes: u64 = trace.iter().map(|r| u64::from(r.size)).sum();
+    let mut caches: Vec<(&str, Box<dyn Timed>)> = Vec::new();
+    for (label, policy) in [
+        ("LRU (Always)", AdmissionPolicy::Always),
+        ("SecondHit", AdmissionPolicy::SecondHit),
+        ("S3Fifo (default)", AdmissionPolicy::S3Fifo),
+    ] {
+        let mut b = AdmissionCache::<u64, u32>::builder()
+            .capacity(capacity as usize)
+            .admission(policy)
+            .shards(1)
+            .seed(7);
+        if weighted {
+            b = b.weigher(|_, size| *size).estimated_entries(entries);
+        }
+        caches.push((label, Box::new(b.build().expect("replay's cache configuration is valid"))));
+    }
+    let mut moka = moka::sync::Cache::builder().max_capacity(capacity).expire_after(PerKey);
+    if weighted {
+        moka = moka.weigher(|_, size: &u32| *size);
+    }
+    caches.push(("moka 0.12", Box::new(moka.build())));
+    for (label, cache) in caches {
+        let o = replay_timed(trace, &*cache);
+        let (hit, written) = if weighted {
+            (o.hit_bytes as f64 / total_bytes as f64, o.written_bytes)
+        } else {
+            (o.hits as f64 / trace.len() as f64, o.writes)
+        };
+        let written = written.map_or("n/a".into(), |w| w.to_string());
+        println!("| {label} | {hit:.4} | {written} |");
+        std::io::stdout().flush().ok();
+    }
+    println!();
+}
+
 fn main() {
     let args = parse_args();
     let traces: Vec<(String, Vec<Request>, bool)> = if let Some(dir) = &args.sweep {
@@ -340,6 +513,13 @@ fn main() {
             usage(&format!("{name} is empty"));
         }
         for &pct in sizes {
+            if args.ttl {
+                report_ttl(name, trace, pct, false);
+                if *sized {
+                    report_ttl(name, trace, pct, true);
+                }
+                continue;
+            }
             report(name, trace, pct, args.threads, false);
             if *sized {
                 report(name, trace, pct, args.threads, true);

@@ -105,6 +105,23 @@ impl Cache for moka::sync::Cache<u64, u64> {
     }
 }
 
+impl Cache for tinyufo::TinyUfo<u64, u64> {
+    fn get(&self, key: u64) -> Option<u64> {
+        tinyufo::TinyUfo::get(self, &key)
+    }
+    fn insert(&self, key: u64, value: u64) {
+        black_box(self.put(key, value, 1));
+    }
+    /// TinyUFO has no get-or-insert: a `get`, then a `put` on a miss.
+    fn get_or_insert(&self, key: u64) -> bool {
+        let hit = tinyufo::TinyUfo::get(self, &key).is_some();
+        if !hit {
+            black_box(self.put(key, key, 1));
+        }
+        hit
+    }
+}
+
 type Lru = Mutex<lru::LruCache<u64, u64, ahash::RandomState>>;
 
 impl Cache for Lru {
@@ -125,8 +142,10 @@ impl Cache for Lru {
 }
 
 /// The caches compared, empty, each holding [`CAPACITY`] entries: `AdmissionCache` with
-/// its default policy (S3-FIFO on the gate), quick_cache, moka (TinyLFU admission) and a
-/// `Mutex<lru::LruCache>` (plain LRU), each as a user would build it.
+/// its default policy (S3-FIFO on the gate), the same with a time to live (an hour: the
+/// cost of checking deadlines, none of which comes), quick_cache, moka (TinyLFU
+/// admission), TinyUFO (TinyLFU admission, S3-FIFO eviction) and a `Mutex<lru::LruCache>`
+/// (plain LRU), each as a user would build it.
 pub fn peers() -> Vec<(&'static str, Box<dyn Cache>)> {
     peers_sharded(None)
 }
@@ -136,6 +155,7 @@ pub fn peers() -> Vec<(&'static str, Box<dyn Cache>)> {
 pub fn peers_sharded(shards: Option<usize>) -> Vec<(&'static str, Box<dyn Cache>)> {
     let lru = lru::LruCache::with_hasher(NonZeroUsize::new(CAPACITY).unwrap(), ahash::RandomState::new());
     let mut ours = AdmissionCache::<u64, u64>::builder().capacity(CAPACITY).seed(1);
+    let hour = Duration::from_secs(3_600);
     let mut quick = quick_cache::OptionsBuilder::new();
     quick.estimated_items_capacity(CAPACITY).weight_capacity(CAPACITY as u64);
     if let Some(shards) = shards {
@@ -149,9 +169,11 @@ pub fn peers_sharded(shards: Option<usize>) -> Vec<(&'static str, Box<dyn Cache>
         Default::default(),
     );
     vec![
-        ("cuckoo-gate", Box::new(ours.build().unwrap())),
+        ("cuckoo-gate", Box::new(ours.clone().build().unwrap())),
+        ("cuckoo-gate+ttl", Box::new(ours.time_to_live(hour).build().unwrap())),
         ("quick_cache-0.7", Box::new(quick)),
         ("moka-0.12", Box::new(moka::sync::Cache::<u64, u64>::new(CAPACITY as u64))),
+        ("TinyUFO-0.9", Box::new(tinyufo::TinyUfo::<u64, u64>::new(CAPACITY, CAPACITY))),
         ("mutex-lru-0.19", Box::new(Mutex::new(lru))),
     ]
 }

@@ -229,12 +229,14 @@ impl Expiry {
     }
 
     /// Whether entries get a deadline without being given a lifetime of their own.
+    #[inline]
     pub(crate) fn by_default(&self) -> bool {
         self.ttl != NEVER || self.tti != 0
     }
 
     /// The deadline and the time-to-live cap of an entry written at `now`, living for
     /// `ttl` ticks (the cache's default if `None`).
+    #[inline]
     pub(crate) fn deadline(&self, now: u64, ttl: Option<u64>) -> (u64, u64) {
         let cap = now.saturating_add(ttl.unwrap_or(self.ttl));
         match self.tti {
@@ -252,6 +254,11 @@ pub(crate) struct Deadlines {
     caps: Option<Vec<u64>>,
     /// Where [`Deadlines::next_expired`] looks next.
     cursor: usize,
+    /// No deadline in the column is earlier: until then the sweep has nothing to find.
+    earliest: u64,
+    /// The earliest deadline seen since the sweep last started over from slot 0 (or set
+    /// since): `earliest` when the sweep next starts over.
+    pass_earliest: u64,
 }
 
 impl Deadlines {
@@ -261,6 +268,8 @@ impl Deadlines {
             at: (0..slots).map(|_| AtomicU64::new(NEVER)).collect(),
             caps: idle.then(|| vec![NEVER; slots]),
             cursor: 0,
+            earliest: NEVER,
+            pass_earliest: NEVER,
         }
     }
 
@@ -285,12 +294,15 @@ impl Deadlines {
     }
 
     /// Sets `slot`'s deadline and cap (growing the column to reach it).
+    #[inline]
     pub(crate) fn set(&mut self, slot: u32, (deadline, cap): (u64, u64)) {
         let slot = slot as usize;
         if slot >= self.at.len() {
             self.at.resize_with(slot + 1, || AtomicU64::new(NEVER));
         }
         self.at[slot].store(deadline, Ordering::Relaxed);
+        self.earliest = self.earliest.min(deadline);
+        self.pass_earliest = self.pass_earliest.min(deadline);
         if let Some(caps) = &mut self.caps {
             if slot >= caps.len() {
                 caps.resize(slot + 1, NEVER);
@@ -315,21 +327,36 @@ impl Deadlines {
         }
     }
 
-    /// The next of `slots` slots, from where the last call stopped, whose entry (if any:
-    /// `occupied` says) expired at `now`: the bounded sweep each write makes.
-    pub(crate) fn next_expired(
-        &mut self,
-        slots: usize,
-        now: u64,
-        occupied: impl Fn(u32) -> bool,
-    ) -> Option<u32> {
-        let len = self.at.len().min(slots);
+    /// Clears the deadline of a slot whose entry left.
+    #[inline]
+    pub(crate) fn clear(&mut self, slot: u32) {
+        if let Some(at) = self.at.get(slot as usize) {
+            at.store(NEVER, Ordering::Relaxed);
+        }
+    }
+
+    /// The next slot, among a few from where the last call stopped, whose entry expired at
+    /// `now`: the bounded sweep each write makes. Nothing to do before the earliest
+    /// deadline; each time the sweep starts over, the earliest deadline of its last pass
+    /// becomes the new bound.
+    #[inline]
+    pub(crate) fn next_expired(&mut self, now: u64) -> Option<u32> {
+        if now < self.earliest {
+            return None;
+        }
+        let len = self.at.len();
         for _ in 0..len.min(SWEEP) {
-            self.cursor = if self.cursor + 1 >= len { 0 } else { self.cursor + 1 };
-            let slot = self.cursor as u32;
-            if self.expired(slot, now) && occupied(slot) {
-                return Some(slot);
+            self.cursor += 1;
+            if self.cursor >= len {
+                self.cursor = 0;
+                self.earliest = self.pass_earliest;
+                self.pass_earliest = NEVER;
             }
+            let deadline = self.at[self.cursor].load(Ordering::Relaxed);
+            if deadline <= now {
+                return Some(self.cursor as u32);
+            }
+            self.pass_earliest = self.pass_earliest.min(deadline);
         }
         None
     }
@@ -364,6 +391,26 @@ mod tests {
         assert_eq!(clock.now(), NEVER);
         let system = Clock::system();
         assert!(system.now() > 0 && system.now() <= Clock::system().now());
+    }
+
+    #[test]
+    fn the_sweep_finds_every_expired_slot_and_skips_work_before_the_earliest_deadline() {
+        let mut column = Deadlines::new(0, false);
+        (0..10).for_each(|slot| column.set(slot, (100 + u64::from(slot), NEVER)));
+        assert_eq!(column.next_expired(99), None, "nothing can have expired");
+        assert_eq!(column.cursor, 0, "and nothing was looked at");
+        let mut found = Vec::new();
+        for _ in 0..20 {
+            if let Some(slot) = column.next_expired(105) {
+                column.clear(slot);
+                found.push(slot);
+            }
+        }
+        found.sort_unstable();
+        assert_eq!(found, [0, 1, 2, 3, 4, 5]);
+        // A full pass has raised the bound to the earliest deadline left.
+        (0..10).for_each(|_| assert_eq!(column.next_expired(105), None));
+        assert_eq!(column.earliest, 106);
     }
 
     #[test]

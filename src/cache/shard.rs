@@ -255,6 +255,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
 
     /// Reclaims what expired at `now` among the few slots a write looks at, sparing
     /// `spare`.
+    #[inline]
     fn reclaim(&mut self, now: u64, spare: Option<u32>, out: &mut Leftovers<K, V>) {
         for _ in 0..2 {
             match self.store.next_expired(now) {

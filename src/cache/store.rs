@@ -215,6 +215,7 @@ impl<K, V> Store<K, V> {
 
     /// Gives the entry at `index` its deadline and time-to-live cap; the column is made
     /// (with caps if `idle`) the first time an entry gets a deadline at all.
+    #[inline]
     pub(crate) fn set_deadline(&mut self, index: u32, deadline: (u64, u64), idle: bool) {
         match &mut self.deadlines {
             Some(deadlines) => deadlines.set(index, deadline),
@@ -228,9 +229,12 @@ impl<K, V> Store<K, V> {
     }
 
     /// An entry expired at `now`, found by looking at a few slots on from the last look.
+    #[inline]
     pub(crate) fn next_expired(&mut self, now: u64) -> Option<u32> {
-        let slots = &self.slots;
-        self.deadlines.as_mut()?.next_expired(slots.len(), now, |i| slots[i as usize].is_some())
+        let slot = self.deadlines.as_mut()?.next_expired(now)?;
+        // A free slot's deadline is cleared; this holds an entry.
+        debug_assert!(self.slots[slot as usize].is_some());
+        Some(slot)
     }
 
     /// The indices of the entries held.
@@ -350,6 +354,9 @@ impl<K, V> Store<K, V> {
         self.leave(index, entry.queue, entry.stamp, u64::from(self.weight_of(index)), tail);
         if let Ok(slot) = self.table.find_entry(entry.hash, |&i| i == index) {
             slot.remove();
+        }
+        if let Some(deadlines) = &mut self.deadlines {
+            deadlines.clear(index);
         }
         self.free.push(index);
         entry
