@@ -20,7 +20,9 @@
 //! `get`s of the last round. `AdmissionCache` runs its default policy.
 //!
 //! `--threads T` runs T threads alone; `--shards S` gives the two caches that shard by
-//! default (cuckoo-gate, 16 shards per core, and quick_cache, 4 per core) S shards each.
+//! default (cuckoo-gate, 16 shards per core, and quick_cache, 4 per core) S shards each;
+//! `--caches A,B` runs only the caches named (the first is the one the ratios divide),
+//! e.g. `--caches cuckoo-gate+ttl,cuckoo-gate` for what a time to live costs.
 //!
 //! `--only NAME` runs one cache alone, single-threaded, on the get-heavy workload (or the
 //! one `--workload` names: the warm-up and three rounds, with `--shards` if given), and
@@ -96,11 +98,12 @@ fn main() {
     let mut only = None;
     let mut threads = None;
     let mut shards = None;
+    let mut chosen: Option<Vec<String>> = None;
     let mut workload = WORKLOADS[0];
     let names: Vec<&str> = peers().iter().map(|(name, _)| *name).collect();
     let usage = || -> ! {
         eprintln!(
-            "usage: cache_report [--rounds N] [--threads T] [--shards S] [--neighbour]\n       cache_report [--shards S] [--neighbour] --only {} [--workload {}]",
+            "usage: cache_report [--rounds N] [--threads T] [--shards S] [--caches A,B] [--neighbour]\n       cache_report [--shards S] [--neighbour] --only {} [--workload {}]",
             names.join("|"),
             WORKLOADS.join("|")
         );
@@ -118,6 +121,9 @@ fn main() {
             ("--threads", Ok(t)) if t > 0 => threads = Some(t),
             ("--shards", Ok(s)) if s > 0 => shards = Some(s),
             ("--only", _) if names.contains(&value.as_str()) => only = Some(value),
+            ("--caches", _) if value.split(',').all(|name| names.contains(&name)) => {
+                chosen = Some(value.split(',').map(str::to_owned).collect())
+            }
             ("--workload", _) => {
                 workload = WORKLOADS.into_iter().find(|&w| w == value).unwrap_or_else(|| usage())
             }
@@ -130,11 +136,11 @@ fn main() {
         }
         return beside_neighbour(neighbour, || profile(&name, workload, shards));
     }
-    beside_neighbour(neighbour, || report(rounds, threads, shards));
+    beside_neighbour(neighbour, || report(rounds, threads, shards, chosen.as_deref()));
 }
 
 /// The caches in alternating rounds, on each workload and thread count.
-fn report(rounds: Option<usize>, threads: Option<usize>, shards: Option<usize>) {
+fn report(rounds: Option<usize>, threads: Option<usize>, shards: Option<usize>, chosen: Option<&[String]>) {
     let rounds = rounds.unwrap_or(9);
     let threads = threads.map_or_else(common::thread_counts, |t| vec![t]);
     let requests = zipf_requests(4 * OPS);
@@ -143,7 +149,17 @@ fn report(rounds: Option<usize>, threads: Option<usize>, shards: Option<usize>) 
     println!("{rounds} alternating rounds of {OPS} requests; Mops/s are medians, ratios medians of per-round ratios");
     for workload in WORKLOADS {
         for &t in &threads {
-            let caches = peers_sharded(shards);
+            let mut caches = peers_sharded(shards);
+            if let Some(chosen) = chosen {
+                caches = chosen
+                    .iter()
+                    .filter_map(|name| {
+                        let at = caches.iter().position(|(peer, _)| peer == name)?;
+                        Some(caches.remove(at))
+                    })
+                    .collect();
+            }
+            let names: Vec<&str> = caches.iter().map(|(name, _)| *name).collect();
             for (_, cache) in &caches {
                 round(&**cache, workload, warm, t);
             }
@@ -162,7 +178,7 @@ fn report(rounds: Option<usize>, threads: Option<usize>, shards: Option<usize>) 
             }
             println!();
             println!("## {workload}, {t} thread(s)");
-            println!("| cache | Mops/s | cuckoo-gate / cache | hit ratio |");
+            println!("| cache | Mops/s | {} / cache | hit ratio |", names[0]);
             println!("|---|---|---|---|");
             for (i, (name, _)) in caches.iter().enumerate() {
                 let (m, r) = (median(mops[i].clone()), median(ratios[i].clone()));

@@ -252,20 +252,27 @@ impl<K, V> Store<K, V> {
         Store::with_capacity(0, self.weights.is_some())
     }
 
-    /// The index and entry of `key`.
+    /// The index and entry of `key`. With deadlines, each candidate's deadline starts
+    /// loading before its key is compared, so that the two cache misses overlap.
     #[inline]
     pub(crate) fn find_entry(&self, hash: u64, key: &K) -> Option<(u32, &Entry<K, V>)>
     where
         K: Eq,
     {
         let slots = &self.slots;
+        let deadlines = self.deadlines.as_deref();
         let mut found = None;
-        self.table.find(hash, |&i| match &slots[i as usize] {
-            Some(e) if e.key == *key => {
-                found = Some((i, e));
-                true
+        self.table.find(hash, |&i| {
+            if let Some(deadlines) = deadlines {
+                deadlines.prefetch(i);
             }
-            _ => false,
+            match &slots[i as usize] {
+                Some(e) if e.key == *key => {
+                    found = Some((i, e));
+                    true
+                }
+                _ => false,
+            }
         });
         found
     }
