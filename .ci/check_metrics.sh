@@ -31,3 +31,13 @@ for _ in $(seq 100); do grep -q '^quiesced' "$work/log" && break; sleep 0.2; don
 sleep 1
 scrape >"$work/quiesced"
 python3 .ci/check_metrics.py "$work/first" "$work/second" "$work/quiesced" "$(grep '^quiesced' "$work/log")"
+
+# The Grafana dashboard and the alert rules query only series the example serves; a
+# dashboard naming a series that does not exist must be caught.
+python3 .ci/check_dashboard.py "$work/first" examples/grafana/cuckoo-gate.json examples/alerts.yml
+sed 's/cuckoo_gate_cache_hits_total/cuckoo_gate_cache_hit_total/' examples/grafana/cuckoo-gate.json >"$work/wrong.json"
+if python3 .ci/check_dashboard.py "$work/first" "$work/wrong.json" examples/alerts.yml; then
+    echo "the dashboard check passed a dashboard naming a series that does not exist"
+    exit 1
+fi
+echo "the dashboard check caught a deliberately wrong series name"
