@@ -22,15 +22,15 @@ def parse(path):
 
 
 first, second, quiesced = (parse(p) for p in sys.argv[1:4])
-expected = [(f"cuckoo_gate_filter_{n}", "sessions") for n in FILTER]
+expected = [(f"cuckoo_gate_filter_{n}", "visitors") for n in FILTER]
 expected += [(f"cuckoo_gate_cache_{n}", "edge") for n in CACHE]
 expected += [(f"cuckoo_gate_gate_{n}", "edge") for n in GATE]
 for snapshot in (first, second, quiesced):
     missing = [k for k in expected if k not in snapshot]
     assert not missing, f"missing series: {missing}"
-    load = snapshot[("cuckoo_gate_filter_load_ratio", "sessions")]
+    load = snapshot[("cuckoo_gate_filter_load_ratio", "visitors")]
     assert 0.0 <= load <= 1.0, f"load ratio {load} outside [0, 1]"
-    fpr = snapshot[("cuckoo_gate_filter_false_positive_ratio", "sessions")]
+    fpr = snapshot[("cuckoo_gate_filter_false_positive_ratio", "visitors")]
     assert 0.0 <= fpr < 1.0, f"false-positive ratio {fpr}"
     assert snapshot[("cuckoo_gate_cache_entries", "edge")] <= snapshot[("cuckoo_gate_cache_capacity", "edge")]
 for key in expected:
@@ -41,6 +41,6 @@ assert second[("cuckoo_gate_cache_hits_total", "edge")] > first[("cuckoo_gate_ca
 assert second[("cuckoo_gate_cache_loads_total", "edge")] > first[("cuckoo_gate_cache_loads_total", "edge")], \
     "the workload's misses ran no loader between the scrapes"
 printed = dict(kv.split("=") for kv in sys.argv[4].split()[1:])
-assert quiesced[("cuckoo_gate_filter_items", "sessions")] == float(printed["filter_items"]), (quiesced, printed)
+assert quiesced[("cuckoo_gate_filter_items", "visitors")] == float(printed["filter_items"]), (quiesced, printed)
 assert quiesced[("cuckoo_gate_cache_entries", "edge")] == float(printed["cache_entries"]), (quiesced, printed)
 print(f"metrics check passed: {len(expected)} series, counters monotonic, gauges match len() at quiescence")

@@ -54,7 +54,7 @@ fn main() {
     let filter = Arc::new(
         CuckooFilter::builder()
             .capacity(100_000)
-            .metrics_name("sessions")
+            .metrics_name("visitors")
             .build()
             .expect("valid filter configuration"),
     );

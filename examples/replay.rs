@@ -8,7 +8,13 @@
 //! cargo run --release --example replay -- --trace FILE --capacity-pct 5 --threads 2
 //! cargo run --release --example replay -- --sweep ../shared/traces   # every trace, 1/5/10%
 //! cargo run --release --example replay -- --trace FILE --ttl  # objects with lifetimes
+//! cargo run --release --example replay -- --sweep ../shared/traces --plot docs/figures
 //! ```
+//!
+//! `--plot DIR` draws, for each trace (the generated workload without `--trace` or
+//! `--sweep`), its hit ratio against the cache's size, from 0.5% to 20% of the distinct
+//! keys, one line per cache, into `DIR/<trace>.svg` (and the byte hit ratio into
+//! `DIR/<trace>-bytes.svg` for traces with sizes), on one thread.
 //!
 //! TinyUFO weighs entries in `u16`: weighted, it is given sizes and capacity in KiB.
 //!
@@ -57,16 +63,19 @@ struct Args {
     capacity_pct: f64,
     threads: usize,
     ttl: bool,
+    plot: Option<PathBuf>,
 }
 
 fn usage(problem: &str) -> ! {
     eprintln!("replay: {problem}");
-    eprintln!("usage: replay [--trace FILE | --sweep DIR] [--capacity-pct P] [--threads T | --ttl]");
+    eprintln!(
+        "usage: replay [--trace FILE | --sweep DIR] [--capacity-pct P] [--threads T | --ttl | --plot OUT]"
+    );
     std::process::exit(2)
 }
 
 fn parse_args() -> Args {
-    let mut args = Args { trace: None, sweep: None, capacity_pct: 5.0, threads: 1, ttl: false };
+    let mut args = Args { trace: None, sweep: None, capacity_pct: 5.0, threads: 1, ttl: false, plot: None };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().unwrap_or_else(|| usage(&format!("{flag} needs a value")));
@@ -86,12 +95,16 @@ fn parse_args() -> Args {
                 }
             }
             "--ttl" => args.ttl = true,
+            "--plot" => args.plot = Some(value().into()),
             "-h" | "--help" => usage("help"),
             other => usage(&format!("unknown argument {other}")),
         }
     }
-    if args.ttl && args.threads > 1 {
-        usage("--ttl replays on one thread");
+    if (args.ttl || args.plot.is_some()) && args.threads > 1 {
+        usage("--ttl and --plot replay on one thread");
+    }
+    if args.ttl && args.plot.is_some() {
+        usage("--plot draws replays without lifetimes");
     }
     args
 }
@@ -480,6 +493,130 @@ fn report_ttl(name: &str, trace: &[Request], pct: f64, weighted: bool) {
     println!();
 }
 
+/// Cache sizes a plot spans, in percent of the distinct keys (or bytes).
+const PLOT_SIZES: [f64; 7] = [0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 20.0];
+
+/// Hit ratio (byte hit ratio if `weighted`) of every cache at every size of
+/// [`PLOT_SIZES`]: one line of points per cache.
+fn curves(trace: &[Request], weighted: bool) -> Vec<(&'static str, Vec<(f64, f64)>)> {
+    let (objects, bytes) = distinct(trace);
+    let total_bytes: u64 = trace.iter().map(|r| u64::from(r.size)).sum();
+    let parts = partition(trace, 1);
+    CACHES
+        .iter()
+        .map(|&(label, make)| {
+            let points = PLOT_SIZES
+                .iter()
+                .map(|&pct| {
+                    let entries = ((objects as f64 * pct / 100.0) as usize).max(10);
+                    let capacity =
+                        if weighted { ((bytes as f64 * pct / 100.0) as u64).max(1) } else { entries as u64 };
+                    let o = replay(trace, &parts, &*make(capacity, entries, 1, weighted), false);
+                    let hit = if weighted {
+                        o.hit_bytes as f64 / total_bytes as f64
+                    } else {
+                        o.hits as f64 / trace.len() as f64
+                    };
+                    (pct, hit)
+                })
+                .collect();
+            (label, points)
+        })
+        .collect()
+}
+
+/// Draws `curves` of the trace `name` into `path`, an SVG.
+fn plot(
+    path: &std::path::Path,
+    name: &str,
+    weighted: bool,
+    curves: &[(&str, Vec<(f64, f64)>)],
+) -> Result<(), String> {
+    use plotters::prelude::*;
+    let hits = || curves.iter().flat_map(|(_, points)| points.iter().map(|&(_, hit)| hit));
+    let (low, top) = (hits().fold(1.0, f64::min), hits().fold(0.0, f64::max));
+    // Ours first, in dark tones (the default, S3-FIFO, in black and thicker); the peers in
+    // colours.
+    const COLOURS: [RGBColor; 6] = [
+        RGBColor(200, 60, 60),
+        RGBColor(120, 120, 120),
+        RGBColor(0, 0, 0),
+        RGBColor(30, 110, 220),
+        RGBColor(230, 140, 20),
+        RGBColor(150, 60, 190),
+    ];
+    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let what = if weighted { "byte hit ratio" } else { "hit ratio" };
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("{name}: {what} by cache size"), ("sans-serif", 22))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d(
+            (PLOT_SIZES[0]..PLOT_SIZES[PLOT_SIZES.len() - 1]).log_scale(),
+            (low - 0.05 * (top - low)).max(0.0)..(top + 0.05 * (top - low)).min(1.0),
+        )
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .x_labels(PLOT_SIZES.len())
+        .x_desc(if weighted {
+            "cache size, % of the distinct objects' bytes"
+        } else {
+            "cache size, % of the distinct keys"
+        })
+        .y_desc(what)
+        .x_label_formatter(&|x| format!("{x}%"))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    for (i, (label, points)) in curves.iter().enumerate() {
+        let color = COLOURS[i % COLOURS.len()].to_rgba();
+        let style = ShapeStyle { color, filled: true, stroke_width: if i == 2 { 3 } else { 2 } };
+        chart
+            .draw_series(LineSeries::new(points.iter().copied(), style))
+            .map_err(|e| e.to_string())?
+            .label(*label)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], style));
+        chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, style))).map_err(|e| e.to_string())?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| e.to_string())?;
+    root.present().map_err(|e| e.to_string())
+}
+
+/// `--plot`: one figure per trace (and per trace with sizes, one of bytes).
+fn plot_all(dir: &std::path::Path, traces: &[(String, Vec<Request>, bool)]) {
+    std::fs::create_dir_all(dir).unwrap_or_else(|e| usage(&format!("cannot create {}: {e}", dir.display())));
+    for (name, trace, sized) in traces {
+        let stem = match std::path::Path::new(name).file_stem() {
+            Some(stem) if !name.starts_with("generated") => stem.to_string_lossy().into_owned(),
+            _ => "generated".to_owned(),
+        };
+        for weighted in [false, true] {
+            if weighted && !sized {
+                continue;
+            }
+            let file = dir.join(format!("{stem}{}.svg", if weighted { "-bytes" } else { "" }));
+            let lines = curves(trace, weighted);
+            plot(&file, &stem, weighted, &lines)
+                .unwrap_or_else(|e| usage(&format!("cannot draw {}: {e}", file.display())));
+            println!("{}", file.display());
+            for (label, points) in &lines {
+                let cells: Vec<String> =
+                    points.iter().map(|(pct, hit)| format!("{pct}%: {hit:.4}")).collect();
+                println!("  {label}: {}", cells.join(", "));
+            }
+        }
+    }
+}
+
 fn main() {
     let args = parse_args();
     let traces: Vec<(String, Vec<Request>, bool)> = if let Some(dir) = &args.sweep {
@@ -507,6 +644,10 @@ fn main() {
             }
         }
     };
+    if let Some(dir) = &args.plot {
+        plot_all(dir, &traces);
+        return;
+    }
     let sizes: &[f64] = if args.sweep.is_some() { &[1.0, 5.0, 10.0] } else { &[args.capacity_pct] };
     for (name, trace, sized) in &traces {
         if trace.is_empty() {

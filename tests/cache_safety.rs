@@ -365,3 +365,75 @@ fn gate_rotates_once_per_generation_under_8_threads() {
         assert!(rotations >= total / (capacity as u64 * 2), "{rotations} rotations: the gate stopped aging");
     }
 }
+
+thread_local! {
+    /// The cache a [`Colliding`] key calls back into when it is dropped.
+    static COLLIDING: std::cell::RefCell<Option<Arc<AdmissionCache<Colliding, u64>>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A key that hashes like every other (so that a lookup compares it with each key held),
+/// whose `Eq` panics when key 99 is compared, and whose `Drop` calls back into the cache.
+#[derive(Clone, Debug)]
+struct Colliding(u64);
+
+impl std::hash::Hash for Colliding {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u8(0);
+    }
+}
+
+impl PartialEq for Colliding {
+    fn eq(&self, other: &Self) -> bool {
+        assert!(self.0 != 99 && other.0 != 99, "Eq refuses key 99");
+        self.0 == other.0
+    }
+}
+
+impl Eq for Colliding {}
+
+impl Drop for Colliding {
+    fn drop(&mut self) {
+        COLLIDING.with(|cache| {
+            if let Some(cache) = &*cache.borrow() {
+                cache.len();
+            }
+        });
+    }
+}
+
+/// A panicking `Eq` during an insert: the key and value offered are dropped after the
+/// shard's lock is released (a `Drop` that calls the cache would otherwise deadlock).
+#[test]
+fn a_panicking_eq_in_insert_drops_the_offer_outside_the_lock() {
+    for policy in POLICIES {
+        let (done, finished) = std::sync::mpsc::channel();
+        thread::spawn(move || {
+            let cache = Arc::new(
+                AdmissionCache::builder()
+                    .capacity(16)
+                    .admission(policy)
+                    .shards(1)
+                    .gate_capacity(64)
+                    .build()
+                    .unwrap(),
+            );
+            COLLIDING.with(|slot| *slot.borrow_mut() = Some(Arc::clone(&cache)));
+            // Stored, so that key 99 is compared with it (under SecondHit, on the second
+            // sighting).
+            let _ = cache.insert(Colliding(1), 1);
+            let _ = cache.insert(Colliding(1), 1);
+            for _ in 0..2 {
+                let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    cache.insert(Colliding(99), 99)
+                }));
+                assert!(panicked.is_err(), "{policy:?}: Eq was not asked");
+            }
+            assert_eq!(cache.get(&Colliding(1)), Some(1), "{policy:?}: the cache goes on");
+            COLLIDING.with(|slot| slot.borrow_mut().take());
+            done.send(()).unwrap();
+        });
+        let waited = finished.recv_timeout(std::time::Duration::from_secs(10));
+        assert!(waited.is_ok(), "{policy:?}: an offered key was dropped under the shard lock (deadlock)");
+    }
+}

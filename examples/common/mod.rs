@@ -1,4 +1,4 @@
-//! Helpers shared by the examples and benches that measure (not every one uses all).
+//! Code shared by the examples and benches that measure (not every one uses all).
 #![allow(dead_code)]
 
 #[path = "rng.rs"]

@@ -25,8 +25,12 @@ use crate::gate::GateStats;
 const KEYS_PER_WORD: usize = 4;
 
 pub(crate) struct BloomGhosts {
-    /// Word `i` of both generations.
+    /// Word `i` of both generations; empty until the first recording (an empty cache's
+    /// memory does not grow with its capacity).
     words: Box<[[u64; 2]]>,
+    /// Words the table takes once made; 0 if the allocator refused them then (the shard
+    /// goes on without ghosts: they are hints).
+    size: usize,
     current: usize,
     /// Recordings into the current generation, and into the previous one.
     recorded: usize,
@@ -45,18 +49,20 @@ struct Place {
 }
 
 impl BloomGhosts {
-    /// Ghosts for `capacity` recordings per generation; an error if their table does not
-    /// fit in memory.
+    /// Ghosts for `capacity` recordings per generation, their table made at the first
+    /// recording; an error if the allocator refuses its size now (asked and given back at
+    /// once: untouched memory, so this costs no more than the question).
     pub(crate) fn new(capacity: usize) -> Result<Self, BuildError> {
         let too_large = || BuildError::CapacityTooLarge { capacity };
         let words =
             capacity.max(1).div_ceil(KEYS_PER_WORD).checked_next_power_of_two().ok_or_else(too_large)?.max(2);
         let bytes = words.checked_mul(size_of::<[u64; 2]>()).ok_or_else(too_large)?;
-        let mut table = Vec::new();
-        table.try_reserve_exact(words).map_err(|_| BuildError::OutOfMemory { bytes })?;
-        table.resize(words, [0; 2]);
+        let mut probe = Vec::<[u64; 2]>::new();
+        probe.try_reserve_exact(words).map_err(|_| BuildError::OutOfMemory { bytes })?;
+        drop(probe);
         Ok(BloomGhosts {
-            words: table.into(),
+            words: Box::default(),
+            size: words,
             current: 0,
             recorded: 0,
             previous: 0,
@@ -92,6 +98,9 @@ impl BloomGhosts {
     /// Remembers the key of `hash`.
     #[inline]
     pub(crate) fn record(&mut self, hash: u64) {
+        if self.words.is_empty() && !self.make_table() {
+            return;
+        }
         let place = self.locate(hash);
         self.words[place.word][self.current] |= place.bits;
         self.recorded += 1;
@@ -104,6 +113,9 @@ impl BloomGhosts {
     /// it).
     #[inline]
     pub(crate) fn take(&mut self, hash: u64) -> bool {
+        if self.words.is_empty() {
+            return false;
+        }
         let place = self.locate(hash);
         let mut found = false;
         for word in &mut self.words[place.word] {
@@ -113,6 +125,19 @@ impl BloomGhosts {
             }
         }
         found
+    }
+
+    /// Makes the table, at the first recording; false if the allocator refuses it.
+    #[cold]
+    fn make_table(&mut self) -> bool {
+        let mut table = Vec::new();
+        if self.size == 0 || table.try_reserve_exact(self.size).is_err() {
+            self.size = 0;
+            return false;
+        }
+        table.resize(self.size, [0; 2]);
+        self.words = table.into_boxed_slice();
+        true
     }
 
     /// Clears the older generation and makes it the current one.
@@ -179,11 +204,18 @@ mod tests {
     }
 
     #[test]
-    fn sizes_that_do_not_fit_are_errors() {
+    fn sizes_that_do_not_fit_are_errors_and_the_table_waits_for_a_recording() {
         assert!(matches!(
             BloomGhosts::new(usize::MAX),
             Err(crate::error::BuildError::CapacityTooLarge { .. })
         ));
         assert!(matches!(BloomGhosts::new(1 << 50), Err(crate::error::BuildError::OutOfMemory { .. })));
+        let mut ghosts = BloomGhosts::new(1 << 20).unwrap();
+        assert!(ghosts.words.is_empty(), "not made before the first recording");
+        assert!(!take(&mut ghosts, 1));
+        let mut small = BloomGhosts::new(100).unwrap();
+        small.record(hash(1));
+        assert_eq!(small.words.len(), 32);
+        assert!(take(&mut small, 1));
     }
 }

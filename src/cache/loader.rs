@@ -226,7 +226,8 @@ impl<K: Hash + Eq + Clone, V: Clone> Leader<'_, K, V> {
                     gate: cache.gate.as_ref(),
                     expiry: &cache.expiry,
                 };
-                let _ = cache.shard(self.hash).write().insert(key, value, &write, &mut leftovers);
+                leftovers.unkept = Some((key, value));
+                let _ = cache.shard(self.hash).write().insert(&write, &mut leftovers);
             }
         });
         self.finished = true;

@@ -393,9 +393,9 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
     /// let (clock, hand) = Clock::manual();
     /// let cache: AdmissionCache<&str, u32> =
     ///     AdmissionCache::builder().capacity(100).time_to_live(Duration::from_secs(30)).clock(clock).build()?;
-    /// cache.insert("session", 7);
+    /// cache.insert("login", 7);
     /// hand.advance(Duration::from_secs(30));
-    /// assert_eq!(cache.get(&"session"), None);
+    /// assert_eq!(cache.get(&"login"), None);
     /// assert_eq!(cache.stats().expirations, 0); // found expired, not yet reclaimed
     /// cache.purge_expired();
     /// assert_eq!(cache.stats().expirations, 1);
@@ -788,7 +788,8 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
             expiry: &self.expiry,
         };
         let mut leftovers = self.leftovers();
-        let admission = self.shard(hash).write().insert(key, value, &write, &mut leftovers);
+        leftovers.unkept = Some((key, value));
+        let admission = self.shard(hash).write().insert(&write, &mut leftovers);
         self.report(leftovers);
         admission
     }

@@ -38,8 +38,9 @@ pub(crate) struct Shard<K, V> {
 
 /// What a write leaves to report and drop once the lock is released.
 pub(crate) struct Leftovers<K, V> {
-    /// A key and value the shard does not keep: those offered, when they were not
-    /// stored; on an update, the key offered (the entry keeps its own).
+    /// The entry offered to an insert, until the shard takes it; after, what the shard
+    /// does not keep of it: the entry, when not stored; on an update, the key offered (the
+    /// entry keeps its own).
     pub(crate) unkept: Option<(K, V)>,
     /// Entries that left the shard (evicted, expired, replaced, removed), with why.
     pub(crate) removed: Removed<K, V>,
@@ -78,9 +79,9 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         weighted: bool,
     ) -> Result<Self, BuildError> {
         Ok(Shard {
-            // Preallocated up to a bound: a huge capacity is not a reason to reserve memory
-            // before anything is stored.
-            store: Store::with_capacity(entries.min(1 << 16), weighted),
+            // Empty until entries come: an empty cache's memory does not grow with its
+            // capacity or its shard count.
+            store: Store::expecting(entries, weighted),
             policy: Policy::new(policy, capacity, ghosts, split)?,
             counters: Counters::default(),
         })
@@ -165,19 +166,13 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         Some((entry.key, entry.value, RemovalCause::Removed))
     }
 
-    /// Stores `value` for `key` if the key is present (replacing its value: a request,
-    /// like a hit; unless not `replace`, when the present value stays and `value` is
-    /// handed back in `out`) or the policy admits it. A present entry that has expired
+    /// Stores the entry offered in `out.unkept` if its key is present (replacing its
+    /// value: a request, like a hit; unless not `replace`, when the present value stays and
+    /// the offered entry is handed back in `out`) or the policy admits it. A present entry that has expired
     /// counts as absent. The entry gets its deadline from `write`'s lifetime or the
     /// cache's, and a few slots are looked at for expired entries to reclaim.
     #[inline]
-    pub(crate) fn insert(
-        &mut self,
-        key: K,
-        value: V,
-        write: &Write<'_>,
-        out: &mut Leftovers<K, V>,
-    ) -> Admission {
+    pub(crate) fn insert(&mut self, write: &Write<'_>, out: &mut Leftovers<K, V>) -> Admission {
         let (hash, weight) = (write.hash, write.weight);
         let before = (out.removed.evicted, out.removed.expired);
         let timed = write.lifetime.is_some() || write.expiry.by_default() || self.store.deadlines().is_some();
@@ -190,7 +185,14 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         };
         let idle = write.expiry.tti != 0;
         let too_heavy = u64::from(weight) > self.policy.capacity;
-        let mut found = self.store.find(hash, &key);
+        // The offered entry waits in `out` while `K::eq` runs: if it panics, the entry is
+        // dropped with `out`, after the lock is released.
+        let Some((offered, _)) = &out.unkept else {
+            debug_assert!(false, "an insert offers an entry");
+            return Admission::Rejected;
+        };
+        let mut found = self.store.find(hash, offered);
+        let (key, value) = out.unkept.take().expect("the offered entry");
         if let Some(index) = found.filter(|&index| timed && self.store.expired(index, now)) {
             let old = self.store.remove(index);
             out.removed.push((old.key, old.value), RemovalCause::Expired);

@@ -156,7 +156,17 @@ pub(crate) struct Store<K, V> {
     free: Vec<u32>,
     queues: [Ring; 2],
     next_stamp: u32,
+    /// Entries the store expects to hold: it grows by doubling up to [`SIZED_AT`]
+    /// entries, then straight to this many, so that a full store wastes no room and an
+    /// empty one takes none.
+    expected: usize,
 }
+
+/// Entries past which a store grows straight to the entries it expects.
+const SIZED_AT: usize = 1024;
+
+/// Most entries a store makes room for ahead of them.
+const SIZED_UP_TO: usize = 1 << 16;
 
 impl<K, V> Store<K, V> {
     /// A store with room for `entries`; `weighted` if its entries weigh other than 1.
@@ -169,6 +179,25 @@ impl<K, V> Store<K, V> {
             free: Vec::new(),
             queues: [Ring::default(), Ring::default()],
             next_stamp: 0,
+            expected: entries,
+        }
+    }
+
+    /// An empty store that expects to hold about `entries` (see [`SIZED_AT`]; past
+    /// [`SIZED_UP_TO`] it grows by doubling all along).
+    pub(crate) fn expecting(entries: usize, weighted: bool) -> Self {
+        Store { expected: entries.min(SIZED_UP_TO), ..Store::with_capacity(0, weighted) }
+    }
+
+    /// Room for the entries expected, once the store is past [`SIZED_AT`] and full.
+    #[cold]
+    fn reserve_expected(&mut self) {
+        let more = self.expected - self.slots.len();
+        self.slots.reserve_exact(more);
+        let slots = &self.slots;
+        self.table.reserve(more, |&i| slots[i as usize].as_ref().map_or(0, |e| e.hash));
+        if let Some(weights) = &mut self.weights {
+            weights.reserve_exact(more);
         }
     }
 
@@ -249,7 +278,7 @@ impl<K, V> Store<K, V> {
 
     /// An empty store of the same kind.
     pub(crate) fn emptied(&self) -> Self {
-        Store::with_capacity(0, self.weights.is_some())
+        Store::expecting(self.expected, self.weights.is_some())
     }
 
     /// The index and entry of `key`. With deadlines, each candidate's deadline starts
@@ -327,8 +356,12 @@ impl<K, V> Store<K, V> {
                 index
             }
             None => {
+                let len = self.slots.len();
+                if len == self.slots.capacity() && len >= SIZED_AT && len < self.expected {
+                    self.reserve_expected();
+                }
                 self.slots.push(Some(entry));
-                (self.slots.len() - 1) as u32
+                len as u32
             }
         };
         match &mut self.weights {

@@ -252,7 +252,7 @@ impl FilterBuilder {
     ///
     /// ```
     /// let recorder = metrics_util::debugging::DebuggingRecorder::new(); // or a Prometheus exporter
-    /// let filter = cuckoo_gate::CuckooFilter::builder().capacity(100).metrics_name("sessions").build()?;
+    /// let filter = cuckoo_gate::CuckooFilter::builder().capacity(100).metrics_name("visitors").build()?;
     /// metrics::with_local_recorder(&recorder, || filter.publish_metrics());
     /// assert_eq!(recorder.snapshotter().snapshot().into_vec().len(), 11); // the filter's series
     /// # Ok::<(), cuckoo_gate::BuildError>(())

@@ -684,9 +684,9 @@ impl CuckooFilter {
     /// # Examples
     ///
     /// ```
-    /// let filter = cuckoo_gate::CuckooFilter::builder().capacity(100).metrics_name("sessions").build()?;
+    /// let filter = cuckoo_gate::CuckooFilter::builder().capacity(100).metrics_name("visitors").build()?;
     /// filter.insert("k").unwrap();
-    /// filter.publish_metrics(); // sets cuckoo_gate_filter_items{name="sessions"} to 1
+    /// filter.publish_metrics(); // sets cuckoo_gate_filter_items{name="visitors"} to 1
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     #[cfg(feature = "metrics")]
