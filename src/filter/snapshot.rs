@@ -201,7 +201,11 @@ impl CuckooFilter {
         if configured_stripes != 0 && configured_stripes != stripes {
             return Err(SnapshotError::inconsistent("configured stripe count differs from the table's"));
         }
-        let tables = AnyTable::from_image(geometry, stripes, &words)?;
+        // A stripe count is a choice of concurrency, not part of the contents: the table is
+        // restored with at most as many as its own size would get (the snapshot's count
+        // stays the one its growth asks for), so that a few bytes of header cannot make
+        // restore allocate more than the table they describe.
+        let tables = AnyTable::from_image(geometry, stripes.min(max_stripes(geometry.slots())), &words)?;
         drop(words);
         with_table!(&tables, t => t.carry_counters(totals));
         let filter = CuckooFilter::from_parts(
