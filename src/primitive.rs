@@ -288,6 +288,11 @@ pub(crate) use imp::*;
 /// protocols (the expiry clock's ticker).
 pub(crate) use std::sync::atomic::AtomicU64 as StaticAtomicU64;
 
+/// A flag that is only a hint (no protocol's correctness reads it), kept out of loom's
+/// models so that it adds no interleavings to them: the filter's "a full search just
+/// failed here".
+pub(crate) use std::sync::atomic::AtomicBool as HintFlag;
+
 use crossbeam_utils::CachePadded;
 
 /// Asks the CPU to start loading the cache line holding `value` (a hint: no effect on what

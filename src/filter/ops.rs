@@ -13,6 +13,7 @@ use super::relocate;
 use super::stripe::Frozen;
 use super::table::Table;
 use crate::broken;
+use crate::primitive::Ordering;
 
 /// Why an insert into one table did not happen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,6 +137,10 @@ impl<S: Shape> Table<S> {
                 lanes.matches(locked.bucket(bucket), value).lanes().find(|&l| locked.ext(bucket, l) == p.ext);
             if let Some(lane) = exact {
                 locked.remove(bucket, lane);
+                // Room again: the next insert that needs a path searches in full.
+                if self.crowded.load(Ordering::Relaxed) {
+                    self.crowded.store(false, Ordering::Relaxed);
+                }
                 return Ok(true);
             }
         }

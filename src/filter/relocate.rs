@@ -25,18 +25,26 @@ use super::hash::MIX;
 use super::stripe::Frozen;
 use super::table::Table;
 use crate::broken;
+use crate::primitive::Ordering;
 
 /// Search budget: slots examined per attempt (each costs one bucket read), and the
 /// longest path searched. With 8 roots and 4 children per slot, a budget of 2048 is spent
 /// by depth 5, so the depth bound matters only for windows, where a search near the load
-/// threshold needs paths of up to a dozen hops.
-fn budget<S: Shape>() -> (usize, usize) {
-    if S::WINDOWED {
-        (16_384, MAX_PATH)
+/// threshold needs paths of up to a dozen hops. A `crowded` table (a full search failed,
+/// and nothing was removed since: it is at its load threshold) searches with a sixteenth:
+/// the paths that remain are short ones a removal or a lucky key leaves, and a refused
+/// insert stays cheap.
+fn budget<S: Shape>(crowded: bool) -> (usize, usize) {
+    let (nodes, depth) = if S::WINDOWED { (16_384, MAX_PATH) } else { (2048, 8) };
+    if crowded {
+        (nodes / CROWDED_SHARE, depth)
     } else {
-        (2048, 8)
+        (nodes, depth)
     }
 }
+
+/// The share of the budget a crowded table searches with.
+const CROWDED_SHARE: usize = 16;
 
 /// Longest path searched in any layout.
 const MAX_PATH: usize = 16;
@@ -105,7 +113,8 @@ fn moves<S: Shape>(table: &Table<S>, bucket: usize, contents: S::Word, lane: usi
 /// One-hop paths (the vast majority below 95% load) are found before any allocation; the
 /// breadth-first queue is built only when they all fail.
 pub(crate) fn find_path<S: Shape>(table: &Table<S>, roots: [usize; 2]) -> Option<Path> {
-    let (budget, max_path) = budget::<S>();
+    let crowded = table.crowded.load(Ordering::Relaxed);
+    let (budget, max_path) = budget::<S>(crowded);
     let lanes = table.lanes();
     let contents = roots.map(|bucket| table.load_bucket(bucket));
     if contents.iter().any(|&c| lanes.empties(c).any()) {
@@ -161,6 +170,9 @@ pub(crate) fn find_path<S: Shape>(table: &Table<S>, roots: [usize; 2]) -> Option
             }
         }
         next += 1;
+    }
+    if !crowded {
+        table.crowded.store(true, Ordering::Relaxed);
     }
     None
 }

@@ -25,7 +25,7 @@ use super::hash::{Geometry, Layout, Probe};
 use super::stripe::{Frozen, Stripe};
 use crate::broken;
 use crate::primitive::{
-    advise_huge_pages, fence, prefetch_at, release_pages, spin_hint, AtomicU64, Ordering,
+    advise_huge_pages, fence, prefetch_at, release_pages, spin_hint, AtomicU64, HintFlag, Ordering,
 };
 use crate::snapshot::SnapshotError;
 
@@ -56,6 +56,10 @@ pub(crate) struct Table<S: Shape> {
     ext: Box<[AtomicU64]>,
     /// A power of two of them.
     stripes: Box<[Stripe]>,
+    /// Set when a full search for a cuckoo path failed and nothing has been removed since:
+    /// the table is at its load threshold, and inserts search with a small budget (a
+    /// refused insert then costs microseconds, not a full search). See `relocate.rs`.
+    pub(crate) crowded: HintFlag,
 }
 
 /// Bytes a table of this shape needs, or `None` on overflow.
@@ -141,6 +145,7 @@ impl<S: Shape> Table<S> {
             words,
             ext,
             stripes: s.into_boxed_slice(),
+            crowded: HintFlag::new(false),
         })
     }
 
@@ -375,6 +380,7 @@ impl<S: Shape> Table<S> {
         for word in self.ext.iter() {
             word.store(0, Ordering::Relaxed);
         }
+        self.crowded.store(false, Ordering::Relaxed);
         for stripe in self.stripes.iter() {
             stripe.reset_items();
             stripe.unlock();

@@ -463,3 +463,24 @@ fn remove_takes_the_entry_with_the_keys_extension_bits() {
     assert_eq!(f.stats().doublings, 1);
     assert!(f.contains_hashed(h1), "the first key was lost");
 }
+
+#[test]
+fn a_full_table_searches_briefly_until_a_key_leaves() {
+    let crowded = |f: &CuckooFilter| {
+        f.current.read(|table| with_table!(table, t => t.crowded.load(crate::primitive::Ordering::Relaxed)))
+    };
+    for layout in LAYOUTS {
+        let f = layout_filter(layout, 2_000, 0.001);
+        let mut key = 0u64;
+        while f.insert(&key).is_ok() {
+            key += 1;
+        }
+        assert!(crowded(&f), "{layout:?}: a full search failed");
+        let refused = (key..key + 100).filter(|k| f.insert(k).is_err()).count();
+        assert!(refused > 50, "{layout:?}: {refused} of 100 refused at the threshold");
+        assert!(f.remove(&0u64));
+        assert!(!crowded(&f), "{layout:?}: a removal makes room");
+        assert!(f.insert(&0u64).is_ok(), "{layout:?}: the room is found");
+        assert!((0..key).all(|k| f.contains(&k)), "{layout:?}: nothing lost");
+    }
+}
