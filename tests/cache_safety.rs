@@ -437,3 +437,64 @@ fn a_panicking_eq_in_insert_drops_the_offer_outside_the_lock() {
         assert!(waited.is_ok(), "{policy:?}: an offered key was dropped under the shard lock (deadlock)");
     }
 }
+
+thread_local! {
+    /// The cache an [`Iterated`] key calls back into when it is dropped.
+    static ITERATED: std::cell::RefCell<Option<Arc<AdmissionCache<Iterated, u64>>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A key whose `Clone` panics for key 7, and whose `Drop` calls back into the cache.
+#[derive(Debug, Hash, PartialEq, Eq)]
+struct Iterated(u64);
+
+impl Clone for Iterated {
+    fn clone(&self) -> Self {
+        assert!(self.0 != 7, "Clone refuses key 7");
+        Iterated(self.0)
+    }
+}
+
+impl Drop for Iterated {
+    fn drop(&mut self) {
+        thread_local!(static INSIDE: Cell<bool> = const { Cell::new(false) });
+        if INSIDE.with(|inside| inside.replace(true)) {
+            return; // the key the call below drops
+        }
+        ITERATED.with(|cache| {
+            if let Some(cache) = &*cache.borrow() {
+                // A write: it would wait for a read lock this thread held.
+                cache.remove(&Iterated(500));
+            }
+        });
+        INSIDE.with(|inside| inside.set(false));
+    }
+}
+
+/// A `Clone` that panics while `iter` copies a shard out: the copies made so far are
+/// dropped after the shard's lock is released.
+#[test]
+fn a_panicking_clone_in_iter_drops_its_copies_outside_the_lock() {
+    let (done, finished) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        let cache = Arc::new(
+            AdmissionCache::builder()
+                .capacity(64)
+                .admission(AdmissionPolicy::Always)
+                .shards(1)
+                .build()
+                .unwrap(),
+        );
+        for id in 0..20 {
+            assert_eq!(cache.insert(Iterated(id), id), Admission::Admitted);
+        }
+        ITERATED.with(|slot| *slot.borrow_mut() = Some(Arc::clone(&cache)));
+        let panicked = catch_unwind(AssertUnwindSafe(|| cache.iter().count()));
+        assert!(panicked.is_err(), "Clone was not asked for key 7");
+        ITERATED.with(|slot| slot.borrow_mut().take());
+        assert!(cache.len() >= 20);
+        done.send(()).unwrap();
+    });
+    let waited = finished.recv_timeout(std::time::Duration::from_secs(10));
+    assert!(waited.is_ok(), "a copy was dropped under the shard lock (deadlock)");
+}

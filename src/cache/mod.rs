@@ -1007,7 +1007,11 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     where
         K: Clone,
     {
-        self.shards.iter().flat_map(move |shard| shard.read().entries(&self.expiry))
+        self.shards.iter().flat_map(move |shard| {
+            let mut entries = Vec::new();
+            shard.read().entries_into(&self.expiry, &mut entries);
+            entries
+        })
     }
 
     /// Entries held (summed over the shards, each read under its lock).

@@ -309,20 +309,18 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         }
     }
 
-    /// Clones of the entries held and not expired.
-    pub(crate) fn entries(&self, expiry: &Expiry) -> Vec<(K, V)>
+    /// Clones of the entries held and not expired, pushed onto `out` (the caller's, so
+    /// that if a `clone` panics, the clones made so far drop after the lock is released).
+    pub(crate) fn entries_into(&self, expiry: &Expiry, out: &mut Vec<(K, V)>)
     where
         K: Clone,
     {
         let now = if self.store.deadlines().is_some() { expiry.clock.now() } else { 0 };
-        self.store
-            .indices()
-            .filter(|&index| !self.store.expired(index, now))
-            .map(|index| {
-                let entry = self.store.entry(index);
-                (entry.key.clone(), entry.value.clone())
-            })
-            .collect()
+        out.reserve(self.store.len());
+        for index in self.store.indices().filter(|&index| !self.store.expired(index, now)) {
+            let entry = self.store.entry(index);
+            out.push((entry.key.clone(), entry.value.clone()));
+        }
     }
 
     /// Empties the shard, handing back what it held to be dropped after the lock is
