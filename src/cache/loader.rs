@@ -58,6 +58,7 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
     /// assert_eq!(cache.get_or_insert_with(1, || unreachable!()), "computed");
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
+    #[inline]
     pub fn get_or_insert_with(&self, key: K, make: impl FnOnce() -> V) -> V {
         match self.try_get_or_insert_with(key, || Ok::<V, Infallible>(make())) {
             Ok(value) => value,
@@ -86,11 +87,20 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
     /// assert_eq!(cache.stats().load_failures, 1);
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
+    #[inline]
     pub fn try_get_or_insert_with<E>(&self, key: K, make: impl FnOnce() -> Result<V, E>) -> Result<V, E> {
         let hash = self.hasher.hash_one(&key);
-        if let Some(value) = self.get_hashed(hash, &key) {
-            return Ok(value);
+        // The hit inline, as a `get`'s; the miss out of line.
+        match self.get_hashed(hash, &key) {
+            Some(value) => Ok(value),
+            None => self.load_with(key, hash, make),
         }
+    }
+
+    /// [`try_get_or_insert_with`](Self::try_get_or_insert_with) after its miss: join the
+    /// load of `key` (of `hash`), and lead it or wait for it.
+    #[inline(never)]
+    fn load_with<E>(&self, key: K, hash: u64, make: impl FnOnce() -> Result<V, E>) -> Result<V, E> {
         let leader = loop {
             let (load, lead) = self.loads.join(&key);
             let waited = if lead { Waited::Lead } else { self.loads.wait(&key, &load) };

@@ -663,7 +663,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     }
 
     /// [`get`](Self::get) of a key whose hash is known.
-    #[inline]
+    #[inline(always)]
     fn get_hashed(&self, hash: u64, key: &K) -> Option<V> {
         if self.expiry.timed() {
             return self.get_timed_hashed(hash, key);
@@ -672,7 +672,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     }
 
     /// A lookup in a cache whose entries have no deadlines.
-    #[inline]
+    #[inline(always)]
     fn get_plain(&self, hash: u64, key: &K) -> Option<V> {
         let shard = self.shard(hash);
         let found = match self.policy {
