@@ -302,6 +302,12 @@ pub(crate) fn prefetch<T>(value: &T) {
     prefetch_at(std::slice::from_ref(value), 0);
 }
 
+/// Marks the branch that calls it as rarely taken, so that the compiler lays the other
+/// out straight (`std::hint::cold_path`, on the crate's minimum Rust version).
+#[cold]
+#[inline]
+pub(crate) fn cold_path() {}
+
 /// [`prefetch`] of `items[index]`, without a bounds check: an index past the end is a
 /// useless hint, never an error.
 #[inline(always)]

@@ -21,7 +21,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::primitive::{AtomicU64, AtomicU8, Ordering, StaticAtomicU64};
+use crate::primitive::{AtomicU64, Ordering, StaticAtomicU64};
 
 /// A deadline that never comes.
 pub(crate) const NEVER: u64 = u64::MAX;
@@ -191,10 +191,6 @@ pub(crate) struct Expiry {
     /// The cache's hold on the ticker, taken when it is built with a lifetime or first
     /// given an entry with one.
     ticker: OnceLock<Option<TickerHold>>,
-    /// Set (to 1) before the first entry with a deadline is written: until then lookups
-    /// take the path that reads no deadline. A lookup that finds such an entry took the
-    /// shard's lock after its writer released it, so it sees this set.
-    timed: AtomicU8,
 }
 
 impl Expiry {
@@ -204,7 +200,6 @@ impl Expiry {
             ttl: ttl.map_or(NEVER, ticks),
             tti: tti.map_or(0, |tti| ticks(tti).max(1)),
             ticker: OnceLock::new(),
-            timed: AtomicU8::new(0),
         };
         if expiry.by_default() {
             expiry.start();
@@ -212,20 +207,12 @@ impl Expiry {
         expiry
     }
 
-    /// Readies the cache for entries with deadlines: lookups check them from now on, and
-    /// the clock ticks.
+    /// Readies the cache for entries with deadlines: the clock ticks from now on.
     #[inline]
     pub(crate) fn start(&self) {
         if self.ticker.get().is_none() {
-            self.timed.store(1, Ordering::Relaxed);
             self.ticker.get_or_init(|| self.clock.hold());
         }
-    }
-
-    /// Whether entries may have deadlines.
-    #[inline]
-    pub(crate) fn timed(&self) -> bool {
-        self.timed.load(Ordering::Relaxed) != 0
     }
 
     /// Whether entries get a deadline without being given a lifetime of their own.
@@ -248,6 +235,10 @@ impl Expiry {
 
 /// The deadlines of a store's slots.
 pub(crate) struct Deadlines {
+    /// The cache's clock and time to idle (0 if none), so that a lookup needs nothing
+    /// beyond the column to check a deadline.
+    clock: Clock,
+    tti: u64,
     /// When each slot's entry expires.
     at: Vec<AtomicU64>,
     /// Under time to idle, each slot's time-to-live cap, which hits do not move.
@@ -262,9 +253,13 @@ pub(crate) struct Deadlines {
 }
 
 impl Deadlines {
-    /// A column for `slots` slots, all without a deadline; with caps if `idle`.
-    pub(crate) fn new(slots: usize, idle: bool) -> Self {
+    /// A column for `slots` slots, all without a deadline, kept by `expiry`'s clock (with
+    /// caps under time to idle).
+    pub(crate) fn new(slots: usize, expiry: &Expiry) -> Self {
+        let idle = expiry.tti != 0;
         Deadlines {
+            clock: expiry.clock.clone(),
+            tti: expiry.tti,
             at: (0..slots).map(|_| AtomicU64::new(NEVER)).collect(),
             caps: idle.then(|| vec![NEVER; slots]),
             cursor: 0,
@@ -284,19 +279,19 @@ impl Deadlines {
     /// every lookup and every entry eviction passes over).
     #[inline]
     pub(crate) fn expired(&self, slot: u32, now: u64) -> bool {
-        now >= self.earliest && self.at[slot as usize].load(Ordering::Relaxed) <= now
+        // A slot past the column's end has never had a deadline.
+        now >= self.earliest && self.at.get(slot as usize).is_some_and(|at| at.load(Ordering::Relaxed) <= now)
     }
 
-    /// Whether the entry in `slot` is live now by `expiry`'s clock; a `hit` on it moves an
-    /// idle deadline on.
+    /// Whether the entry in `slot` is live now; a `hit` on it moves an idle deadline on.
     #[inline(always)]
-    pub(crate) fn live(&self, slot: u32, expiry: &Expiry, hit: bool) -> bool {
-        let now = expiry.clock.now();
+    pub(crate) fn live(&self, slot: u32, hit: bool) -> bool {
+        let now = self.clock.now();
         if self.expired(slot, now) {
             return false;
         }
-        if hit && expiry.tti != 0 {
-            self.touch(slot, now, expiry.tti);
+        if hit && self.tti != 0 {
+            self.touch(slot, now, self.tti);
         }
         true
     }
@@ -306,16 +301,23 @@ impl Deadlines {
     pub(crate) fn set(&mut self, slot: u32, (deadline, cap): (u64, u64)) {
         let slot = slot as usize;
         if slot >= self.at.len() {
-            self.at.resize_with(slot + 1, || AtomicU64::new(NEVER));
+            self.grow(slot + 1);
         }
         self.at[slot].store(deadline, Ordering::Relaxed);
         self.earliest = self.earliest.min(deadline);
         self.pass_earliest = self.pass_earliest.min(deadline);
         if let Some(caps) = &mut self.caps {
-            if slot >= caps.len() {
-                caps.resize(slot + 1, NEVER);
-            }
             caps[slot] = cap;
+        }
+    }
+
+    /// Lengthens the column (and the caps) to `slots` slots, all without a deadline.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, slots: usize) {
+        self.at.resize_with(slots, || AtomicU64::new(NEVER));
+        if let Some(caps) = &mut self.caps {
+            caps.resize(slots, NEVER);
         }
     }
 
@@ -405,7 +407,7 @@ mod tests {
 
     #[test]
     fn the_sweep_finds_every_expired_slot_and_skips_work_before_the_earliest_deadline() {
-        let mut column = Deadlines::new(0, false);
+        let mut column = Deadlines::new(0, &Expiry::new(Clock::manual().0, None, None));
         (0..10).for_each(|slot| column.set(slot, (100 + u64::from(slot), NEVER)));
         assert_eq!(column.next_expired(99), None, "nothing can have expired");
         assert_eq!(column.cursor, 0, "and nothing was looked at");
@@ -440,7 +442,7 @@ mod tests {
         let expiry =
             Expiry::new(Clock::system(), Some(Duration::from_secs(10)), Some(Duration::from_secs(2)));
         let (tti, ttl) = (2u64 << 32, 10u64 << 32);
-        let mut column = Deadlines::new(0, true);
+        let mut column = Deadlines::new(0, &expiry);
         column.set(3, expiry.deadline(0, None));
         assert!(!column.expired(3, tti - 1) && column.expired(3, tti));
         column.touch(3, tti - 1, expiry.tti);

@@ -649,36 +649,17 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// ```
     #[inline]
     pub fn get(&self, key: &K) -> Option<V> {
-        if self.expiry.timed() {
-            return self.get_timed(key);
-        }
-        self.get_plain(self.hasher.hash_one(key), key)
+        self.get_hashed(self.hasher.hash_one(key), key)
     }
 
-    /// [`get`](Self::get) in a cache whose entries may have deadlines, out of line: a
-    /// cache without expiry keeps its lookup's code (and registers) as they were.
-    #[inline(never)]
-    fn get_timed(&self, key: &K) -> Option<V> {
-        self.get_timed_hashed(self.hasher.hash_one(key), key)
-    }
-
-    /// [`get`](Self::get) of a key whose hash is known.
+    /// [`get`](Self::get) of a key whose hash is known. An expired entry is a miss.
     #[inline(always)]
     fn get_hashed(&self, hash: u64, key: &K) -> Option<V> {
-        if self.expiry.timed() {
-            return self.get_timed_hashed(hash, key);
-        }
-        self.get_plain(hash, key)
-    }
-
-    /// A lookup in a cache whose entries have no deadlines.
-    #[inline(always)]
-    fn get_plain(&self, hash: u64, key: &K) -> Option<V> {
         let shard = self.shard(hash);
         let found = match self.policy {
             AdmissionPolicy::Always => {
                 let mut held = shard.write();
-                let found = held.get_mut(hash, key, &self.expiry);
+                let found = held.get_mut(hash, key);
                 if found.is_some() {
                     held.count_hit();
                 }
@@ -689,34 +670,6 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
                 let found = held.get(hash, key);
                 // A hit is counted as the hold is released (a panic in user code above
                 // releases it uncounted).
-                if found.is_some() && held.release_hit() {
-                    shard.drain_hits();
-                }
-                found
-            }
-        };
-        if found.is_none() {
-            self.misses.add(0);
-        }
-        found
-    }
-
-    /// A lookup in a cache whose entries may have deadlines: an expired entry is a miss.
-    #[inline(always)]
-    fn get_timed_hashed(&self, hash: u64, key: &K) -> Option<V> {
-        let shard = self.shard(hash);
-        let found = match self.policy {
-            AdmissionPolicy::Always => {
-                let mut held = shard.write();
-                let found = held.get_mut(hash, key, &self.expiry);
-                if found.is_some() {
-                    held.count_hit();
-                }
-                found
-            }
-            _ => {
-                let held = shard.read();
-                let found = held.get_timed(hash, key, &self.expiry);
                 if found.is_some() && held.release_hit() {
                     shard.drain_hits();
                 }
@@ -839,7 +792,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     }
 
     fn peek_hashed(&self, hash: u64, key: &K) -> Option<V> {
-        self.shard(hash).read().peek(hash, key, &self.expiry)
+        self.shard(hash).read().peek(hash, key)
     }
 
     /// Whether `key` is held (and not expired), without counting a request, as
@@ -857,7 +810,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// ```
     pub fn contains_key(&self, key: &K) -> bool {
         let hash = self.hasher.hash_one(key);
-        self.shard(hash).read().contains(hash, key, &self.expiry)
+        self.shard(hash).read().contains(hash, key)
     }
 
     /// Removes `key`, returning its value. Takes the key's shard's write lock; the removed

@@ -104,30 +104,23 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     /// The index of `key`'s entry, unless it has expired; a `hit` moves an idle deadline
     /// on. The clock is read only in a store that has deadlines.
     #[inline]
-    fn find_live(&self, hash: u64, key: &K, expiry: &Expiry, hit: bool) -> Option<u32> {
+    fn find_live(&self, hash: u64, key: &K, hit: bool) -> Option<u32> {
         let index = self.store.find(hash, key)?;
         match self.store.deadlines() {
-            Some(deadlines) if !deadlines.live(index, expiry, hit) => None,
+            Some(deadlines) if !deadlines.live(index, hit) => None,
             _ => Some(index),
         }
     }
 
-    /// A lookup under the read lock: a hit counts the request on the entry. For a cache
-    /// whose entries have no deadlines (see [`Expiry::timed`]).
-    #[inline]
-    pub(crate) fn get(&self, hash: u64, key: &K) -> Option<V> {
-        let entry = self.store.entry(self.store.find(hash, key)?);
-        entry.touch(MAX_FREQ);
-        Some(entry.value.clone())
-    }
-
-    /// [`Shard::get`], for a cache whose entries may have deadlines: an expired entry is a
-    /// miss.
+    /// A lookup under the read lock: a hit counts the request on the entry. An expired
+    /// entry is a miss; the clock is read only in a store that has deadlines.
     #[inline(always)]
-    pub(crate) fn get_timed(&self, hash: u64, key: &K, expiry: &Expiry) -> Option<V> {
+    pub(crate) fn get(&self, hash: u64, key: &K) -> Option<V> {
         let (index, entry) = self.store.find_entry(hash, key)?;
         if let Some(deadlines) = self.store.deadlines() {
-            if !deadlines.live(index, expiry, true) {
+            // The lookup of a cache without deadlines stays straight.
+            crate::primitive::cold_path();
+            if !deadlines.live(index, true) {
                 return None;
             }
         }
@@ -137,18 +130,18 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
 
     /// A lookup that is not a request: the entry's order, frequency and idle time stay
     /// as they are.
-    pub(crate) fn peek(&self, hash: u64, key: &K, expiry: &Expiry) -> Option<V> {
-        Some(self.store.entry(self.find_live(hash, key, expiry, false)?).value.clone())
+    pub(crate) fn peek(&self, hash: u64, key: &K) -> Option<V> {
+        Some(self.store.entry(self.find_live(hash, key, false)?).value.clone())
     }
 
     /// Whether `key` is held (and not expired); not a request.
-    pub(crate) fn contains(&self, hash: u64, key: &K, expiry: &Expiry) -> bool {
-        self.find_live(hash, key, expiry, false).is_some()
+    pub(crate) fn contains(&self, hash: u64, key: &K) -> bool {
+        self.find_live(hash, key, false).is_some()
     }
 
     /// A lookup under the write lock, for LRU: a hit becomes most recently used.
-    pub(crate) fn get_mut(&mut self, hash: u64, key: &K, expiry: &Expiry) -> Option<V> {
-        let index = self.find_live(hash, key, expiry, true)?;
+    pub(crate) fn get_mut(&mut self, hash: u64, key: &K) -> Option<V> {
+        let index = self.find_live(hash, key, true)?;
         self.store.requeue(index, Queue::Main);
         Some(self.store.entry(index).value.clone())
     }
@@ -183,7 +176,9 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             }
             false => (0, (NEVER, NEVER)),
         };
-        let idle = write.expiry.tti != 0;
+        if timed {
+            self.store.prefetch_next_deadline();
+        }
         let too_heavy = u64::from(weight) > self.policy.capacity;
         // The offered entry waits in `out` while `K::eq` runs: if it panics, the entry is
         // dropped with `out`, after the lock is released.
@@ -223,7 +218,9 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 if reweighed {
                     self.store.reweigh(index, weight);
                 }
-                self.store.set_deadline(index, deadline, idle);
+                if timed {
+                    self.store.set_deadline(index, deadline, write.expiry);
+                }
                 out.removed.push((key, old), RemovalCause::Replaced);
                 (Admission::Updated, Some(index))
             }
@@ -235,7 +232,9 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             None => match self.policy.admit(&self.store, hash, weight, write.gate) {
                 Some(queue) => {
                     let index = self.store.insert(key, value, hash, weight, queue);
-                    self.store.set_deadline(index, deadline, idle);
+                    if timed {
+                        self.store.set_deadline(index, deadline, write.expiry);
+                    }
                     self.counters.admitted += 1;
                     (Admission::Admitted, Some(index))
                 }

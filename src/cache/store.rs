@@ -14,7 +14,7 @@
 
 use hashbrown::HashTable;
 
-use super::expiry::Deadlines;
+use super::expiry::{Deadlines, Expiry};
 use crate::primitive::{prefetch, AtomicU8, Ordering};
 
 /// Which queue an entry is on.
@@ -243,17 +243,30 @@ impl<K, V> Store<K, V> {
     }
 
     /// Gives the entry at `index` its deadline and time-to-live cap; the column is made
-    /// (with caps if `idle`) the first time an entry gets a deadline at all.
+    /// (kept by `expiry`) the first time an entry gets a deadline at all.
     #[inline]
-    pub(crate) fn set_deadline(&mut self, index: u32, deadline: (u64, u64), idle: bool) {
+    pub(crate) fn set_deadline(&mut self, index: u32, deadline: (u64, u64), expiry: &Expiry) {
         match &mut self.deadlines {
             Some(deadlines) => deadlines.set(index, deadline),
             None if deadline.0 == super::expiry::NEVER => {}
-            None => {
-                let mut deadlines = Deadlines::new(self.slots.len(), idle);
-                deadlines.set(index, deadline);
-                self.deadlines = Some(Box::new(deadlines));
-            }
+            None => self.start_deadlines(index, deadline, expiry),
+        }
+    }
+
+    /// [`Store::set_deadline`]'s first deadline: makes the column.
+    #[cold]
+    #[inline(never)]
+    fn start_deadlines(&mut self, index: u32, deadline: (u64, u64), expiry: &Expiry) {
+        let mut deadlines = Deadlines::new(self.slots.len(), expiry);
+        deadlines.set(index, deadline);
+        self.deadlines = Some(Box::new(deadlines));
+    }
+
+    /// Starts loading the deadline of the slot the next new entry takes.
+    #[inline]
+    pub(crate) fn prefetch_next_deadline(&self) {
+        if let (Some(deadlines), Some(&slot)) = (&self.deadlines, self.free.last()) {
+            deadlines.prefetch(slot);
         }
     }
 
@@ -289,19 +302,13 @@ impl<K, V> Store<K, V> {
         K: Eq,
     {
         let slots = &self.slots;
-        let deadlines = self.deadlines.as_deref();
         let mut found = None;
-        self.table.find(hash, |&i| {
-            if let Some(deadlines) = deadlines {
-                deadlines.prefetch(i);
+        self.table.find(hash, |&i| match &slots[i as usize] {
+            Some(e) if e.key == *key => {
+                found = Some((i, e));
+                true
             }
-            match &slots[i as usize] {
-                Some(e) if e.key == *key => {
-                    found = Some((i, e));
-                    true
-                }
-                _ => false,
-            }
+            _ => false,
         });
         found
     }
