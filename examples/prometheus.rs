@@ -18,26 +18,17 @@ use std::time::{Duration, Instant};
 use cuckoo_gate::{AdmissionCache, AdmissionPolicy, CuckooFilter};
 use metrics_exporter_prometheus::PrometheusBuilder;
 
-fn arg(name: &str) -> Option<u64> {
-    let args: Vec<String> = std::env::args().collect();
-    let at = args.iter().position(|a| a == name)?;
-    match args.get(at + 1).and_then(|v| v.parse().ok()) {
-        Some(v) => Some(v),
-        None => {
-            eprintln!("prometheus: {name} needs a number");
-            std::process::exit(2)
-        }
-    }
-}
+mod common;
+use common::number_arg;
 
 fn main() {
-    let port = arg("--port").unwrap_or(9898);
+    let port = number_arg("--port").unwrap_or(9898);
     let Ok(port) = u16::try_from(port) else {
         eprintln!("prometheus: --port {port} is not a port");
         std::process::exit(2)
     };
-    let run_for = arg("--seconds").map(Duration::from_secs);
-    let quiesce_after = arg("--quiesce-after").map(Duration::from_secs);
+    let run_for = number_arg("--seconds").map(Duration::from_secs);
+    let quiesce_after = number_arg("--quiesce-after").map(Duration::from_secs);
 
     if let Err(e) = PrometheusBuilder::new().with_http_listener(([127, 0, 0, 1], port)).install() {
         eprintln!("prometheus: cannot serve on 127.0.0.1:{port}: {e}");

@@ -28,6 +28,9 @@ use axum::Router;
 use cuckoo_gate::AdmissionCache;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
+mod common;
+use common::number_arg;
+
 /// The origin: slow, and counting its calls.
 struct Origin {
     delay: Duration,
@@ -127,18 +130,6 @@ async fn stampede(label: &str, front: Front, metrics: Option<PrometheusHandle>, 
     (calls, ok)
 }
 
-fn arg(name: &str) -> Option<u64> {
-    let args: Vec<String> = std::env::args().collect();
-    let at = args.iter().position(|a| a == name)?;
-    match args.get(at + 1).and_then(|v| v.parse().ok()) {
-        Some(v) => Some(v),
-        None => {
-            eprintln!("web_service: {name} needs a number");
-            std::process::exit(2)
-        }
-    }
-}
-
 #[tokio::main]
 async fn main() {
     let handle = match PrometheusBuilder::new().install_recorder() {
@@ -148,7 +139,7 @@ async fn main() {
             std::process::exit(1)
         }
     };
-    if let Some(n) = arg("--stampede") {
+    if let Some(n) = number_arg("--stampede") {
         let n = n as usize;
         let bounded = Duration::from_secs(60);
         let ours =
@@ -163,7 +154,7 @@ async fn main() {
         }
         return;
     }
-    let port = arg("--port").unwrap_or(8080);
+    let port = number_arg("--port").unwrap_or(8080);
     let Ok(port) = u16::try_from(port) else {
         eprintln!("web_service: --port {port} is not a port");
         std::process::exit(2)

@@ -26,3 +26,17 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
+
+/// The number after `--name` on the command line, if given; exits naming the flag when
+/// what follows is not a number.
+pub fn number_arg(name: &str) -> Option<u64> {
+    let args: Vec<String> = std::env::args().collect();
+    let at = args.iter().position(|a| a == name)?;
+    match args.get(at + 1).and_then(|v| v.parse().ok()) {
+        Some(v) => Some(v),
+        None => {
+            eprintln!("{name} needs a number");
+            std::process::exit(2)
+        }
+    }
+}
