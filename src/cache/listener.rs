@@ -32,13 +32,18 @@ pub(crate) type Listener<K, V> = Arc<dyn Fn(K, V, RemovalCause) + Send + Sync>;
 /// Tells `listener` of each of `removed` (or just drops them, without one). A panic in the
 /// listener (or in a key's or value's `Drop`) does not stop the others from being told;
 /// the first such panic goes on once all are done.
+#[inline]
 pub(crate) fn report<K, V>(
     listener: Option<&Listener<K, V>>,
     removed: impl IntoIterator<Item = (K, V, RemovalCause)>,
 ) {
-    let Some(listener) = listener else {
-        return;
-    };
+    if let Some(listener) = listener {
+        tell(listener, removed);
+    }
+}
+
+/// [`report`] to a listener.
+fn tell<K, V>(listener: &Listener<K, V>, removed: impl IntoIterator<Item = (K, V, RemovalCause)>) {
     let mut panic = None;
     for (key, value, cause) in removed {
         if let Err(payload) = catch_unwind(AssertUnwindSafe(|| listener(key, value, cause))) {
