@@ -56,6 +56,8 @@ pub(crate) struct Table<S: Shape> {
     ext: Box<[AtomicU64]>,
     /// A power of two of them.
     stripes: Box<[Stripe]>,
+    /// `stripes.len() - 1`.
+    stripe_mask: usize,
     /// Set when a full search for a cuckoo path failed and nothing has been removed since:
     /// the table is at its load threshold, and inserts search with a small budget (a
     /// refused insert then costs microseconds, not a full search). See `relocate.rs`.
@@ -144,6 +146,7 @@ impl<S: Shape> Table<S> {
             lanes: Lanes::new(geometry.lane_bits()),
             words,
             ext,
+            stripe_mask: stripes - 1,
             stripes: s.into_boxed_slice(),
             crowded: HintFlag::new(false),
         })
@@ -217,8 +220,7 @@ impl<S: Shape> Table<S> {
 
     #[inline]
     fn stripe_of(&self, bucket: usize) -> usize {
-        // Masking by `len - 1` (a power of two) lets the compiler drop the bounds check.
-        (bucket / S::PER_GROUP) & (self.stripes.len() - 1)
+        (bucket / S::PER_GROUP) & self.stripe_mask
     }
 
     /// Loads bucket `bucket` with `Relaxed` loads: consistent only inside a validated
