@@ -87,10 +87,17 @@ impl Clock {
     /// Now, in ticks.
     #[inline]
     pub(crate) fn now(&self) -> u64 {
-        match self.ticks.load(Ordering::Acquire) {
+        match self.ticked() {
             0 => coarse_now(),
             now => now,
         }
+    }
+
+    /// Now, in ticks, as the ticker (or the manual hand) last set it; 0 while no ticker
+    /// runs, when [`Clock::now`] reads the system's clock.
+    #[inline]
+    fn ticked(&self) -> u64 {
+        self.ticks.load(Ordering::Acquire)
     }
 
     /// Keeps the ticker running while the returned hold lives (a manual clock needs none).
@@ -286,7 +293,22 @@ impl Deadlines {
     /// Whether the entry in `slot` is live now; a `hit` on it moves an idle deadline on.
     #[inline(always)]
     pub(crate) fn live(&self, slot: u32, hit: bool) -> bool {
-        let now = self.clock.now();
+        match self.clock.ticked() {
+            0 => self.live_unticked(slot, hit),
+            now => self.live_at(slot, hit, now),
+        }
+    }
+
+    /// [`Deadlines::live`] while no ticker runs: the clock read is a call, out of line
+    /// with all that needs its result, so that a lookup keeps nothing across it.
+    #[cold]
+    #[inline(never)]
+    fn live_unticked(&self, slot: u32, hit: bool) -> bool {
+        self.live_at(slot, hit, coarse_now())
+    }
+
+    #[inline(always)]
+    fn live_at(&self, slot: u32, hit: bool, now: u64) -> bool {
         if self.expired(slot, now) {
             return false;
         }
@@ -435,6 +457,16 @@ mod tests {
         drop(expiry);
         let manual = Expiry::new(Clock::manual().0, Some(Duration::from_secs(1)), None);
         assert!(manual.ticker.get().is_some_and(Option::is_none), "a manual clock needs no ticker");
+    }
+
+    #[test]
+    fn without_a_ticker_lookups_read_the_system_clock() {
+        let unticked = Clock { ticks: std::sync::Arc::default(), manual: false };
+        let mut column = Deadlines::new(0, &Expiry::new(unticked, None, None));
+        column.set(0, (1, NEVER));
+        column.set(1, (NEVER - 1, NEVER));
+        assert!(!column.live(0, true), "the system's clock is past tick 1");
+        assert!(column.live(1, true));
     }
 
     #[test]
