@@ -575,7 +575,7 @@ fn cache_reader_and_writer_never_overlap() {
 }
 
 /// Hits counted in a cache shard's lock word by readers on three threads: the reader that
-/// brings the count to the drain mark (two hits under loom) moves it out under the write
+/// takes the count past the drain mark (the second hit under loom) moves it out under the write
 /// lock, and no hit is lost or counted twice, whichever reader gets there and whatever
 /// runs in between.
 #[test]

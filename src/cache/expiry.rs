@@ -293,9 +293,14 @@ impl Deadlines {
     /// Whether the entry in `slot` is live now; a `hit` on it moves an idle deadline on.
     #[inline(always)]
     pub(crate) fn live(&self, slot: u32, hit: bool) -> bool {
+        self.live_entry(|| slot, hit)
+    }
+
+    #[inline(always)]
+    pub(crate) fn live_entry(&self, slot: impl FnOnce() -> u32, hit: bool) -> bool {
         match self.clock.ticked() {
-            0 => self.live_unticked(slot, hit),
-            now => self.live_at(slot, hit, now),
+            0 => self.live_unticked(slot(), hit),
+            now => self.live_at(slot(), hit, now),
         }
     }
 

@@ -14,7 +14,7 @@
 //! adds one to the top half, which counts hits since the last writer. Readers cannot
 //! count while a writer holds the lock, so the writer that takes it moves the count to
 //! `drained` in the same compare-and-swap. So that the count never wraps where writes are
-//! rare, a reader whose hit brings it to [`DRAIN_AT`] takes the write lock once to drain
+//! rare, a reader whose hit takes it past [`DRAIN_AT`] takes the write lock once to drain
 //! it; until that is done every later hit does the same, so a stalled reader delays the
 //! drain by at most one hit per thread.
 
@@ -31,9 +31,9 @@ const READER: u64 = 4;
 const HIT: u64 = 1 << 32;
 /// The low half: the writer's bits and the readers.
 const HELD: u64 = HIT - 1;
-/// Hits counted in the state that a reader drains: half the top half's range (2 under
-/// loom, so that the models reach it).
-const DRAIN_AT: u64 = if cfg!(cuckoo_gate_loom) { 2 } else { 1 << 31 };
+/// Hits counted in the state past which a reader drains: half the top half's range, so
+/// that the test is of the state's top bit (1 under loom, so that the models reach it).
+const DRAIN_AT: u64 = if cfg!(cuckoo_gate_loom) { 1 } else { 1 << 31 };
 
 /// A reader-writer lock for a shard.
 pub(crate) struct ShardLock<T> {
@@ -170,7 +170,7 @@ impl<T> std::ops::Deref for ReadGuard<'_, T> {
 
 impl<T> ReadGuard<'_, T> {
     /// Releases the hold, counting a hit. `true` if the hits counted in the state have
-    /// reached [`DRAIN_AT`]: the caller then calls [`ShardLock::drain_hits`].
+    /// passed [`DRAIN_AT`]: the caller then calls [`ShardLock::drain_hits`].
     #[inline]
     #[must_use]
     #[allow(unsafe_code)]
@@ -180,7 +180,7 @@ impl<T> ReadGuard<'_, T> {
         // hold is released once, below, and not again by `Drop`.
         unsafe { std::mem::ManuallyDrop::drop(&mut this.value) };
         let before = this.lock.state.fetch_add(HIT.wrapping_sub(READER), Ordering::Release);
-        before >> 32 >= DRAIN_AT - 1
+        before >> 32 >= DRAIN_AT
     }
 
     /// Hits counted by this lock: drained, and in the state. Exact while this hold keeps
@@ -273,16 +273,16 @@ mod tests {
     }
 
     #[test]
-    fn the_hit_that_reaches_the_mark_asks_for_a_drain() {
+    fn the_hit_that_passes_the_mark_asks_for_a_drain() {
         let lock = ShardLock::new(0);
-        lock.state.store((DRAIN_AT - 2) << 32, Ordering::Relaxed);
-        assert!(!lock.read().release_hit());
-        assert!(lock.read().release_hit(), "the count reached the mark");
+        lock.state.store((DRAIN_AT - 1) << 32, Ordering::Relaxed);
+        assert!(!lock.read().release_hit(), "the count reached the mark");
+        assert!(lock.read().release_hit(), "the count passed the mark");
         assert!(lock.read().release_hit(), "until it is drained, every hit asks");
-        assert_eq!(lock.read().hits(), DRAIN_AT + 1);
+        assert_eq!(lock.read().hits(), DRAIN_AT + 2);
         lock.drain_hits();
         assert_eq!(lock.state.load(Ordering::Relaxed), 0);
-        assert_eq!((lock.read().hits(), lock.drained.load(Ordering::Relaxed)), (DRAIN_AT + 1, DRAIN_AT + 1));
+        assert_eq!((lock.read().hits(), lock.drained.load(Ordering::Relaxed)), (DRAIN_AT + 2, DRAIN_AT + 2));
         assert!(!lock.read().release_hit());
     }
 

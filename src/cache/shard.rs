@@ -116,11 +116,11 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     /// entry is a miss; the clock is read only in a store that has deadlines.
     #[inline(always)]
     pub(crate) fn get(&self, hash: u64, key: &K) -> Option<V> {
-        let (index, entry) = self.store.find_entry(hash, key)?;
+        let entry = self.store.find_entry(hash, key)?;
         if let Some(deadlines) = self.store.deadlines() {
             // The lookup of a cache without deadlines stays straight.
             crate::primitive::cold_path();
-            if !deadlines.live(index, true) {
+            if !deadlines.live_entry(|| self.store.index_of(entry), true) {
                 return None;
             }
         }

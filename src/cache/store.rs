@@ -294,10 +294,9 @@ impl<K, V> Store<K, V> {
         Store::expecting(self.expected, self.weights.is_some())
     }
 
-    /// The index and entry of `key`. With deadlines, each candidate's deadline starts
-    /// loading before its key is compared, so that the two cache misses overlap.
+    /// The entry of `key`; [`Store::index_of`] gives its index.
     #[inline]
-    pub(crate) fn find_entry(&self, hash: u64, key: &K) -> Option<(u32, &Entry<K, V>)>
+    pub(crate) fn find_entry(&self, hash: u64, key: &K) -> Option<&Entry<K, V>>
     where
         K: Eq,
     {
@@ -305,12 +304,21 @@ impl<K, V> Store<K, V> {
         let mut found = None;
         self.table.find(hash, |&i| match &slots[i as usize] {
             Some(e) if e.key == *key => {
-                found = Some((i, e));
+                found = Some(e);
                 true
             }
             _ => false,
         });
         found
+    }
+
+    /// The index of `entry`, one of this store's, from its address: so that a lookup
+    /// that finds an entry need not keep its index in a register in case it needs it.
+    #[inline]
+    pub(crate) fn index_of(&self, entry: &Entry<K, V>) -> u32 {
+        // The entry lies within its slot, which starts at a multiple of the slot's size.
+        let offset = entry as *const Entry<K, V> as usize - self.slots.as_ptr() as usize;
+        (offset / std::mem::size_of::<Option<Entry<K, V>>>()) as u32
     }
 
     /// The entry at `index` (which `find` or `tail` returned).
