@@ -293,14 +293,17 @@ impl Deadlines {
     /// Whether the entry in `slot` is live now; a `hit` on it moves an idle deadline on.
     #[inline(always)]
     pub(crate) fn live(&self, slot: u32, hit: bool) -> bool {
-        self.live_entry(|| slot, hit)
+        self.live_lazy(|| slot, hit)
     }
 
+    /// [`Deadlines::live`] for the slot that `slot` gives, called only if the answer
+    /// needs it: before the column's earliest deadline, a lookup without time to idle
+    /// reads nothing but the time and that bound.
     #[inline(always)]
-    pub(crate) fn live_entry(&self, slot: impl FnOnce() -> u32, hit: bool) -> bool {
+    pub(crate) fn live_lazy(&self, slot: impl Fn() -> u32, hit: bool) -> bool {
         match self.clock.ticked() {
             0 => self.live_unticked(slot(), hit),
-            now => self.live_at(slot(), hit, now),
+            now => self.live_at(slot, hit, now),
         }
     }
 
@@ -309,16 +312,16 @@ impl Deadlines {
     #[cold]
     #[inline(never)]
     fn live_unticked(&self, slot: u32, hit: bool) -> bool {
-        self.live_at(slot, hit, coarse_now())
+        self.live_at(|| slot, hit, coarse_now())
     }
 
     #[inline(always)]
-    fn live_at(&self, slot: u32, hit: bool, now: u64) -> bool {
-        if self.expired(slot, now) {
+    fn live_at(&self, slot: impl Fn() -> u32, hit: bool, now: u64) -> bool {
+        if now >= self.earliest && self.expired(slot(), now) {
             return false;
         }
         if hit && self.tti != 0 {
-            self.touch(slot, now, self.tti);
+            self.touch(slot(), now, self.tti);
         }
         true
     }

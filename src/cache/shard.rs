@@ -120,7 +120,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         if let Some(deadlines) = self.store.deadlines() {
             // The lookup of a cache without deadlines stays straight.
             crate::primitive::cold_path();
-            if !deadlines.live_entry(|| self.store.index_of(entry), true) {
+            if !deadlines.live_lazy(|| self.store.index_of(entry), true) {
                 return None;
             }
         }
