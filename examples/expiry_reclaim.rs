@@ -27,9 +27,9 @@ use std::time::Duration;
 
 use cuckoo_gate::{AdmissionCache, Clock};
 
-mod common;
 #[path = "common/caches.rs"]
 mod caches;
+mod common;
 
 const CAPACITY: usize = 50_000;
 const REQUESTS: usize = 2_000_000;
