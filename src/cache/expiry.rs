@@ -254,6 +254,9 @@ pub(crate) struct Deadlines {
     cursor: usize,
     /// No deadline in the column is earlier: until then the sweep has nothing to find.
     earliest: u64,
+    /// Before this a lookup has nothing to do: `earliest`, or 0 under time to idle,
+    /// where a hit moves its entry's deadline on.
+    lookup_from: u64,
     /// The earliest deadline seen since the sweep last started over from slot 0 (or set
     /// since): `earliest` when the sweep next starts over.
     pass_earliest: u64,
@@ -271,14 +274,9 @@ impl Deadlines {
             caps: idle.then(|| vec![NEVER; slots]),
             cursor: 0,
             earliest: NEVER,
+            lookup_from: if idle { 0 } else { NEVER },
             pass_earliest: NEVER,
         }
-    }
-
-    /// Starts loading `slot`'s deadline.
-    #[inline(always)]
-    pub(crate) fn prefetch(&self, slot: u32) {
-        crate::primitive::prefetch_at(&self.at, slot as usize);
     }
 
     /// Whether the entry in `slot` has expired at `now`. Before the column's earliest
@@ -317,7 +315,10 @@ impl Deadlines {
 
     #[inline(always)]
     fn live_at(&self, slot: impl Fn() -> u32, hit: bool, now: u64) -> bool {
-        if now >= self.earliest && self.expired(slot(), now) {
+        if now < self.lookup_from {
+            return true;
+        }
+        if self.expired(slot(), now) {
             return false;
         }
         if hit && self.tti != 0 {
@@ -330,24 +331,38 @@ impl Deadlines {
     #[inline]
     pub(crate) fn set(&mut self, slot: u32, (deadline, cap): (u64, u64)) {
         let slot = slot as usize;
-        if slot >= self.at.len() {
-            self.grow(slot + 1);
+        match self.at.get(slot) {
+            Some(at) => at.store(deadline, Ordering::Relaxed),
+            None => self.grow(slot, deadline),
         }
-        self.at[slot].store(deadline, Ordering::Relaxed);
-        self.earliest = self.earliest.min(deadline);
-        self.pass_earliest = self.pass_earliest.min(deadline);
+        // `earliest <= pass_earliest` always (a pass sees only deadlines at or after
+        // `earliest`), so a deadline no earlier than `pass_earliest`, as a fixed lifetime
+        // gives, lowers neither.
+        if deadline < self.pass_earliest {
+            self.pass_earliest = deadline;
+            self.set_earliest(self.earliest.min(deadline));
+        }
         if let Some(caps) = &mut self.caps {
             caps[slot] = cap;
         }
     }
 
-    /// Lengthens the column (and the caps) to `slots` slots, all without a deadline.
+    fn set_earliest(&mut self, earliest: u64) {
+        self.earliest = earliest;
+        if self.tti == 0 {
+            self.lookup_from = earliest;
+        }
+    }
+
+    /// Lengthens the column (and the caps) to reach `slot`, all without a deadline but
+    /// `slot`, which gets `deadline`.
     #[cold]
     #[inline(never)]
-    fn grow(&mut self, slots: usize) {
-        self.at.resize_with(slots, || AtomicU64::new(NEVER));
+    fn grow(&mut self, slot: usize, deadline: u64) {
+        self.at.resize_with(slot + 1, || AtomicU64::new(NEVER));
+        self.at[slot].store(deadline, Ordering::Relaxed);
         if let Some(caps) = &mut self.caps {
-            caps.resize(slots, NEVER);
+            caps.resize(slot + 1, NEVER);
         }
     }
 
@@ -389,7 +404,7 @@ impl Deadlines {
             self.cursor += 1;
             if self.cursor >= len {
                 self.cursor = 0;
-                self.earliest = self.pass_earliest;
+                self.set_earliest(self.pass_earliest);
                 self.pass_earliest = NEVER;
             }
             let deadline = self.at[self.cursor].load(Ordering::Relaxed);
@@ -453,6 +468,10 @@ mod tests {
         // A full pass has raised the bound to the earliest deadline left.
         (0..10).for_each(|_| assert_eq!(column.next_expired(105), None));
         assert_eq!(column.earliest, 106);
+        // A deadline before the bound lowers it, for lookups and for the sweep.
+        column.set(20, (50, NEVER));
+        assert!(column.expired(20, 50) && !column.expired(20, 49));
+        assert_eq!((0..21).find_map(|_| column.next_expired(50)), Some(20));
     }
 
     #[test]

@@ -168,7 +168,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     pub(crate) fn insert(&mut self, write: &Write<'_>, out: &mut Leftovers<K, V>) -> Admission {
         let (hash, weight) = (write.hash, write.weight);
         let before = (out.removed.evicted, out.removed.expired);
-        let timed = write.lifetime.is_some() || write.expiry.by_default() || self.store.deadlines().is_some();
+        let timed = self.store.deadlines().is_some() || write.lifetime.is_some() || write.expiry.by_default();
         let (now, deadline) = match timed {
             true => {
                 let now = write.expiry.clock.now();
@@ -176,9 +176,6 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             }
             false => (0, (NEVER, NEVER)),
         };
-        if timed {
-            self.store.prefetch_next_deadline();
-        }
         let too_heavy = u64::from(weight) > self.policy.capacity;
         // The offered entry waits in `out` while `K::eq` runs: if it panics, the entry is
         // dropped with `out`, after the lock is released.

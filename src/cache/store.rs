@@ -262,14 +262,6 @@ impl<K, V> Store<K, V> {
         self.deadlines = Some(Box::new(deadlines));
     }
 
-    /// Starts loading the deadline of the slot the next new entry takes.
-    #[inline]
-    pub(crate) fn prefetch_next_deadline(&self) {
-        if let (Some(deadlines), Some(&slot)) = (&self.deadlines, self.free.last()) {
-            deadlines.prefetch(slot);
-        }
-    }
-
     /// An entry expired at `now`, found by looking at a few slots on from the last look.
     #[inline]
     pub(crate) fn next_expired(&mut self, now: u64) -> Option<u32> {
