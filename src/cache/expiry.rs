@@ -347,6 +347,8 @@ impl Deadlines {
         }
     }
 
+    /// Moves the earliest-deadline bound, and the lookups' with it (under time to idle a
+    /// lookup always looks: a hit moves its deadline on).
     fn set_earliest(&mut self, earliest: u64) {
         self.earliest = earliest;
         if self.tti == 0 {
