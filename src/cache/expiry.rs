@@ -327,10 +327,30 @@ impl Deadlines {
         true
     }
 
+    /// Gives `slot`'s entry, written at `now`, `lifetime` ticks to live: its deadline,
+    /// and under time to idle its cap.
+    #[inline(always)]
+    pub(crate) fn set_lifetime(&mut self, slot: u32, now: u64, lifetime: u64) {
+        let cap = now.saturating_add(lifetime);
+        match self.tti {
+            0 => self.put(slot as usize, cap),
+            tti => self.set(slot, (now.saturating_add(tti).min(cap), cap)),
+        }
+    }
+
     /// Sets `slot`'s deadline and cap (growing the column to reach it).
     #[inline]
     pub(crate) fn set(&mut self, slot: u32, (deadline, cap): (u64, u64)) {
-        let slot = slot as usize;
+        self.put(slot as usize, deadline);
+        if let Some(caps) = &mut self.caps {
+            caps[slot as usize] = cap;
+        }
+    }
+
+    /// Sets `slot`'s deadline (growing the column to reach it), and lowers the bounds
+    /// it comes before.
+    #[inline(always)]
+    fn put(&mut self, slot: usize, deadline: u64) {
         match self.at.get(slot) {
             Some(at) => at.store(deadline, Ordering::Relaxed),
             None => self.grow(slot, deadline),
@@ -341,9 +361,6 @@ impl Deadlines {
         if deadline < self.pass_earliest {
             self.pass_earliest = deadline;
             self.set_earliest(self.earliest.min(deadline));
-        }
-        if let Some(caps) = &mut self.caps {
-            caps[slot] = cap;
         }
     }
 

@@ -169,12 +169,9 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         let (hash, weight) = (write.hash, write.weight);
         let before = (out.removed.evicted, out.removed.expired);
         let timed = self.store.deadlines().is_some() || write.lifetime.is_some() || write.expiry.by_default();
-        let (now, deadline) = match timed {
-            true => {
-                let now = write.expiry.clock.now();
-                (now, write.expiry.deadline(now, write.lifetime))
-            }
-            false => (0, (NEVER, NEVER)),
+        let (now, lifetime) = match timed {
+            true => (write.expiry.clock.now(), write.lifetime.unwrap_or(write.expiry.ttl)),
+            false => (0, NEVER),
         };
         let too_heavy = u64::from(weight) > self.policy.capacity;
         // The offered entry waits in `out` while `K::eq` runs: if it panics, the entry is
@@ -216,7 +213,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                     self.store.reweigh(index, weight);
                 }
                 if timed {
-                    self.store.set_deadline(index, deadline, write.expiry);
+                    self.store.set_deadline(index, now, lifetime, write.expiry);
                 }
                 out.removed.push((key, old), RemovalCause::Replaced);
                 (Admission::Updated, Some(index))
@@ -230,7 +227,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 Some(queue) => {
                     let index = self.store.insert(key, value, hash, weight, queue);
                     if timed {
-                        self.store.set_deadline(index, deadline, write.expiry);
+                        self.store.set_deadline(index, now, lifetime, write.expiry);
                     }
                     self.counters.admitted += 1;
                     (Admission::Admitted, Some(index))

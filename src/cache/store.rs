@@ -242,14 +242,15 @@ impl<K, V> Store<K, V> {
         self.deadlines.as_ref().is_some_and(|deadlines| deadlines.expired(index, now))
     }
 
-    /// Gives the entry at `index` its deadline and time-to-live cap; the column is made
-    /// (kept by `expiry`) the first time an entry gets a deadline at all.
-    #[inline]
-    pub(crate) fn set_deadline(&mut self, index: u32, deadline: (u64, u64), expiry: &Expiry) {
+    /// Gives the entry at `index`, written at `now`, `lifetime` ticks to live (and the
+    /// cache's time to idle); the column is made (kept by `expiry`) the first time an
+    /// entry gets a deadline at all.
+    #[inline(always)]
+    pub(crate) fn set_deadline(&mut self, index: u32, now: u64, lifetime: u64, expiry: &Expiry) {
         match &mut self.deadlines {
-            Some(deadlines) => deadlines.set(index, deadline),
-            None if deadline.0 == super::expiry::NEVER => {}
-            None => self.start_deadlines(index, deadline, expiry),
+            Some(deadlines) => deadlines.set_lifetime(index, now, lifetime),
+            None if lifetime == super::expiry::NEVER && expiry.tti == 0 => {}
+            None => self.start_deadlines(index, expiry.deadline(now, Some(lifetime)), expiry),
         }
     }
 
