@@ -227,17 +227,6 @@ impl Expiry {
     pub(crate) fn by_default(&self) -> bool {
         self.ttl != NEVER || self.tti != 0
     }
-
-    /// The deadline and the time-to-live cap of an entry written at `now`, living for
-    /// `ttl` ticks (the cache's default if `None`).
-    #[inline]
-    pub(crate) fn deadline(&self, now: u64, ttl: Option<u64>) -> (u64, u64) {
-        let cap = now.saturating_add(ttl.unwrap_or(self.ttl));
-        match self.tti {
-            0 => (cap, cap),
-            tti => (now.saturating_add(tti).min(cap), cap),
-        }
-    }
 }
 
 /// The deadlines of a store's slots.
@@ -521,14 +510,14 @@ mod tests {
             Expiry::new(Clock::system(), Some(Duration::from_secs(10)), Some(Duration::from_secs(2)));
         let (tti, ttl) = (2u64 << 32, 10u64 << 32);
         let mut column = Deadlines::new(0, &expiry);
-        column.set(3, expiry.deadline(0, None));
+        column.set_lifetime(3, 0, expiry.ttl);
         assert!(!column.expired(3, tti - 1) && column.expired(3, tti));
         column.touch(3, tti - 1, expiry.tti);
         assert!(!column.expired(3, 2 * tti - 2) && column.expired(3, 2 * tti - 1));
         column.touch(3, ttl - 1, expiry.tti);
         assert!(column.expired(3, ttl), "idling never outlives the time to live");
         // A small move is not written.
-        column.set(4, expiry.deadline(0, None));
+        column.set_lifetime(4, 0, expiry.ttl);
         column.touch(4, 1, expiry.tti);
         assert!(column.expired(4, tti));
     }

@@ -250,16 +250,16 @@ impl<K, V> Store<K, V> {
         match &mut self.deadlines {
             Some(deadlines) => deadlines.set_lifetime(index, now, lifetime),
             None if lifetime == super::expiry::NEVER && expiry.tti == 0 => {}
-            None => self.start_deadlines(index, expiry.deadline(now, Some(lifetime)), expiry),
+            None => self.start_deadlines(index, now, lifetime, expiry),
         }
     }
 
     /// [`Store::set_deadline`]'s first deadline: makes the column.
     #[cold]
     #[inline(never)]
-    fn start_deadlines(&mut self, index: u32, deadline: (u64, u64), expiry: &Expiry) {
+    fn start_deadlines(&mut self, index: u32, now: u64, lifetime: u64, expiry: &Expiry) {
         let mut deadlines = Deadlines::new(self.slots.len(), expiry);
-        deadlines.set(index, deadline);
+        deadlines.set_lifetime(index, now, lifetime);
         self.deadlines = Some(Box::new(deadlines));
     }
 
