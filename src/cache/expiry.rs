@@ -329,7 +329,7 @@ impl Deadlines {
 
     /// Sets `slot`'s deadline and cap (growing the column to reach it).
     #[inline]
-    pub(crate) fn set(&mut self, slot: u32, (deadline, cap): (u64, u64)) {
+    fn set(&mut self, slot: u32, (deadline, cap): (u64, u64)) {
         self.put(slot as usize, deadline);
         if let Some(caps) = &mut self.caps {
             caps[slot as usize] = cap;
