@@ -44,8 +44,12 @@ struct Outcome {
 
 fn run(requests: &[u64], base_ms: u64, purge: bool) -> Outcome {
     let (clock, hand) = Clock::manual();
-    let cache: AdmissionCache<u64, u64> =
-        AdmissionCache::builder().capacity(CAPACITY).clock(clock).seed(3).build().expect("a valid cache");
+    let cache: AdmissionCache<u64, u64> = AdmissionCache::builder()
+        .capacity(CAPACITY as u64)
+        .clock(clock)
+        .seed(3)
+        .build()
+        .expect("a valid cache");
     let (mut hits, mut shares) = (0u64, Vec::new());
     for (i, &key) in requests.iter().enumerate() {
         hand.advance(Duration::from_millis(1));

@@ -31,7 +31,7 @@ fn main() {
             std::process::exit(2)
         }
     };
-    let builder = AdmissionCache::builder().capacity(2 * KEYS as usize).seed(1);
+    let builder = AdmissionCache::builder().capacity(2 * KEYS).seed(1);
     let hour = Duration::from_secs(3_600);
     let builder = match call.as_str() {
         "get-ttl" => builder.time_to_live(hour),
@@ -66,5 +66,5 @@ fn get(cache: &AdmissionCache<u64, u64>, key: u64) -> Option<u64> {
 
 #[inline(never)]
 fn get_or_insert(cache: &AdmissionCache<u64, u64>, key: u64) -> Option<u64> {
-    Some(cache.get_or_insert_with(key, || unreachable!("every key is resident")))
+    Some(cache.get_or_insert_with(&key, || unreachable!("every key is resident")))
 }

@@ -33,7 +33,7 @@ fn measure(name: &str) -> (u64, u64) {
     let keys = 0..INSERTS;
     match name {
         "cuckoo-gate" | "cuckoo-gate+ttl" => {
-            let builder = AdmissionCache::<u64, u64>::builder().capacity(CAPACITY);
+            let builder = AdmissionCache::<u64, u64>::builder().capacity(CAPACITY as u64);
             let builder = match name {
                 "cuckoo-gate+ttl" => builder.time_to_live(Duration::from_secs(3_600)),
                 _ => builder,

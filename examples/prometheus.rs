@@ -64,7 +64,7 @@ fn main() {
                     x ^= x << 17;
                     // 70% of requests go to 20,000 hot keys, 30% to keys seen only once.
                     let key = if x % 10 < 7 { x % 20_000 } else { (t + 1) << 40 | i };
-                    cache.get_or_insert_with(key, || i);
+                    cache.get_or_insert_with(&key, || i);
                     // The filter holds a sliding window of recent keys, about 80% full.
                     let _ = filter.insert(&(t, i));
                     if i >= 40_000 {

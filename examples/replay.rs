@@ -191,7 +191,7 @@ fn ours(
     weighted: bool,
 ) -> Box<dyn Replayed> {
     let mut b = AdmissionCache::<u64, u32>::builder()
-        .capacity(capacity as usize)
+        .capacity(capacity)
         .admission(policy)
         .shards(shards.min(capacity as usize))
         .seed(7);
@@ -464,11 +464,8 @@ fn report_ttl(name: &str, trace: &[Request], pct: f64, weighted: bool) {
         ("SecondHit", AdmissionPolicy::SecondHit),
         ("S3Fifo (default)", AdmissionPolicy::S3Fifo),
     ] {
-        let mut b = AdmissionCache::<u64, u32>::builder()
-            .capacity(capacity as usize)
-            .admission(policy)
-            .shards(1)
-            .seed(7);
+        let mut b =
+            AdmissionCache::<u64, u32>::builder().capacity(capacity).admission(policy).shards(1).seed(7);
         if weighted {
             b = b.weigher(|_, size| *size).estimated_entries(entries);
         }

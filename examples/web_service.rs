@@ -59,7 +59,7 @@ struct App {
 
 async fn object(State(app): State<Arc<App>>, Path(id): Path<u64>) -> String {
     let value = match &app.front {
-        Front::CuckooGate(cache) => cache.get_or_insert_async(id, app.origin.fetch(id)).await,
+        Front::CuckooGate(cache) => cache.get_or_insert_async(&id, app.origin.fetch(id)).await,
         Front::Moka(cache) => cache.get_with(id, app.origin.fetch(id)).await,
     };
     value.to_string()

@@ -40,6 +40,10 @@ pub(crate) const UNCHECKED_WAIT: bool = cfg!(cuckoo_gate_broken = "unchecked_wai
 pub(crate) const FORGETFUL_HANDOFF: bool = cfg!(cuckoo_gate_broken = "forgetful_handoff");
 /// A cache `remove` does not mark the key's load in flight, which then stores its value.
 pub(crate) const REMOVE_IGNORES_LOAD: bool = cfg!(cuckoo_gate_broken = "remove_ignores_load");
+/// A cache compute does not mark the key's load in flight, which then stores its value.
+pub(crate) const COMPUTE_IGNORES_LOAD: bool = cfg!(cuckoo_gate_broken = "compute_ignores_load");
+/// A cache compute reads the key's value and writes the new one in two lock holds.
+pub(crate) const SPLIT_COMPUTE: bool = cfg!(cuckoo_gate_broken = "split_compute");
 
 /// [`SPLIT_MOVE`]: moves `hop`'s entry to slot `free` of `to` (lane value `moved`) in two
 /// lock holds, so a reader between them finds the entry in neither bucket.

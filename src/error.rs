@@ -49,11 +49,21 @@ pub enum BuildError {
         /// The value given.
         shards: usize,
         /// The cache capacity.
-        capacity: usize,
+        capacity: u64,
     },
-    /// A cache has a weigher but no estimate of how many entries it will hold, which
-    /// sizes its gate.
-    EstimatedEntriesRequired,
+    /// A setting that must be at least 1 was given 0.
+    ZeroSetting {
+        /// The builder method that was given 0.
+        setting: &'static str,
+    },
+    /// A cache's gate or ghosts, sized from `setting`, are too large to allocate (or to
+    /// address).
+    AdmissionTooLarge {
+        /// The setting they were sized from.
+        setting: &'static str,
+        /// Bytes the allocator refused, if it was asked.
+        bytes: Option<usize>,
+    },
     /// The maximum capacity is below the capacity.
     MaxCapacityBelowCapacity {
         /// The capacity given.
@@ -91,12 +101,14 @@ impl fmt::Display for BuildError {
         match self {
             BuildError::InvalidFalsePositiveRate { requested } => write!(
                 f,
-                "false-positive rate {requested} is not strictly between 0 and 1; pass e.g. 0.001 for 0.1%"
+                "false-positive rate {} is not strictly between 0 and 1; pass e.g. 0.001 for 0.1%",
+                Rate(*requested)
             ),
             BuildError::FalsePositiveRateTooSmall { requested, smallest } => write!(
                 f,
-                "false-positive rate {requested} is below the smallest supported rate {smallest:e}; \
-                 raise it, or check the key exactly after a positive answer"
+                "false-positive rate {} is below the smallest supported rate {smallest:e}; \
+                 raise it, or check the key exactly after a positive answer",
+                Rate(*requested)
             ),
             BuildError::ZeroCapacity => {
                 write!(f, "capacity is zero; set the expected number of items with .capacity(n), n >= 1")
@@ -120,6 +132,17 @@ impl fmt::Display for BuildError {
                 f,
                 "{shards} shards for a capacity of {capacity}; use between 1 and the capacity, at most 65536 (1 = one global order)"
             ),
+            BuildError::ZeroSetting { setting } => write!(f, ".{setting}(0): it must be at least 1"),
+            BuildError::AdmissionTooLarge { setting, bytes: Some(bytes) } => write!(
+                f,
+                "the cache's gate or ghosts, sized from .{setting}, need {bytes} bytes, which the allocator refused; \
+                 lower .{setting} or set a smaller .gate_capacity(n)"
+            ),
+            BuildError::AdmissionTooLarge { setting, bytes: None } => write!(
+                f,
+                "the cache's gate or ghosts, sized from .{setting}, would be larger than the address space; \
+                 lower .{setting} or set a smaller .gate_capacity(n)"
+            ),
             BuildError::MaxCapacityBelowCapacity { capacity, max_capacity } => write!(
                 f,
                 "max_capacity {max_capacity} is below capacity {capacity}; set .max_capacity(n) to at least the capacity"
@@ -138,15 +161,25 @@ impl fmt::Display for BuildError {
                 f,
                 "metrics name {name:?} is in use by another live instance, whose series this one would overwrite; pick another name"
             ),
-            BuildError::EstimatedEntriesRequired => write!(
-                f,
-                "a weighted cache needs .estimated_entries(n), about how many entries it will hold (capacity / typical weight)"
-            ),
         }
     }
 }
 
 impl std::error::Error for BuildError {}
+
+/// A false-positive rate as a person would write it: plain between 0.0001 and 1, in
+/// scientific notation beyond (so that 1e-300 is not 300 digits).
+struct Rate(f64);
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if (1e-4..=1.0).contains(&self.0.abs()) || self.0 == 0.0 || !self.0.is_finite() {
+            write!(f, "{}", self.0)
+        } else {
+            write!(f, "{:e}", self.0)
+        }
+    }
+}
 
 /// Why an insert did not store its key. In every case the filter is unchanged apart from
 /// relocations, which move fingerprints between their two buckets and lose nothing.

@@ -149,8 +149,8 @@ mod primitive;
 pub mod snapshot;
 
 pub use cache::{
-    Admission, AdmissionCache, AdmissionCacheBuilder, AdmissionPolicy, CacheStats, Clock, ManualClock,
-    RemovalCause, DEFAULT_GATE_MULTIPLIER, MAX_SHARDS,
+    Admission, AdmissionCache, AdmissionCacheBuilder, AdmissionPolicy, CacheStats, Clock, Computed, Entry,
+    ManualClock, Op, RemovalCause, ASSUMED_MEAN_WEIGHT, DEFAULT_GATE_MULTIPLIER, MAX_SHARDS,
 };
 pub use error::{BuildError, InsertError};
 pub use filter::{

@@ -84,7 +84,7 @@ fn one_shard_always_is_exactly_lru() {
         distinct.dedup();
         for capacity in [1, distinct.len() / 20, distinct.len() / 10] {
             let cache: AdmissionCache<u64, u64> = AdmissionCache::builder()
-                .capacity(capacity)
+                .capacity(capacity as u64)
                 .admission(AdmissionPolicy::Always)
                 .shards(1)
                 .build()
@@ -121,7 +121,8 @@ fn s3fifo_meets_its_floors_on_every_shared_trace() {
         for (percent, best) in [1, 5, 10].into_iter().zip(best) {
             let capacity = (objects * percent / 100).max(10);
             let lru = textbook_lru_hits(&trace, capacity).0;
-            let cache = AdmissionCache::builder().capacity(capacity).shards(1).seed(7).build().unwrap();
+            let cache =
+                AdmissionCache::builder().capacity(capacity as u64).shards(1).seed(7).build().unwrap();
             let hits = replay_hits(&trace, &cache).iter().filter(|&&hit| hit).count() as u64;
             assert!(hits >= lru, "{name} at {percent}%: S3Fifo {hits} hits, LRU {lru}");
             let ratio = hits as f64 / trace.len() as f64;
@@ -153,9 +154,9 @@ fn get_or_insert_with_computes_only_on_a_miss() {
         calls.fetch_add(1, Ordering::Relaxed);
         42
     };
-    assert_eq!(cache.get_or_insert_with(7, make), 42); // rejected: computed, not stored
-    assert_eq!(cache.get_or_insert_with(7, make), 42); // admitted now
-    assert_eq!(cache.get_or_insert_with(7, make), 42); // a hit
+    assert_eq!(cache.get_or_insert_with(&7, make), 42); // rejected: computed, not stored
+    assert_eq!(cache.get_or_insert_with(&7, make), 42); // admitted now
+    assert_eq!(cache.get_or_insert_with(&7, make), 42); // a hit
     assert_eq!(calls.load(Ordering::Relaxed), 2);
 }
 
@@ -249,13 +250,10 @@ fn default_shards_follow_the_cores_and_keep_256_entries_each() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     assert_eq!(shards(AdmissionCache::builder().capacity(100)), 1, "a small cache is one shard");
     assert_eq!(shards(AdmissionCache::builder().capacity(1_000)), 3.min(16 * cores));
-    assert_eq!(shards(AdmissionCache::builder().capacity(256 * 16 * cores)), 16 * cores);
-    assert_eq!(shards(AdmissionCache::builder().capacity(256 * 16 * cores - 1)), 16 * cores - 1);
-    assert_eq!(
-        shards(AdmissionCache::builder().capacity(256 * 20 * cores)),
-        16 * cores,
-        "16 per core at most"
-    );
+    let entries = |n: usize| AdmissionCache::builder().capacity(n as u64);
+    assert_eq!(shards(entries(256 * 16 * cores)), 16 * cores);
+    assert_eq!(shards(entries(256 * 16 * cores - 1)), 16 * cores - 1);
+    assert_eq!(shards(entries(256 * 20 * cores)), 16 * cores, "16 per core at most");
     // Weighted: sized by the estimated entries, not the total weight.
     let weighted =
         AdmissionCache::builder().capacity(1 << 30).weigher(|_, _| 1 << 20).estimated_entries(1_024);
@@ -280,30 +278,46 @@ fn bad_configuration_is_an_error() {
         err(AdmissionCache::<u64, u64>::builder().capacity((1 << 32) - 2).shards((1 << 32) - 2)),
         BuildError::InvalidShards { .. }
     ));
-    assert_eq!(
-        err(AdmissionCache::<u64, u64>::builder().capacity(10).weigher(|_, _| 1)),
-        BuildError::EstimatedEntriesRequired
-    );
+    // A weigher needs no estimate: it is a hint.
+    assert!(AdmissionCache::<u64, u64>::builder().capacity(10).weigher(|_, _| 1).build().is_ok());
     assert_eq!(
         err(AdmissionCache::<u64, u64>::builder().capacity(10).gate_capacity(0)),
-        BuildError::ZeroCapacity
+        BuildError::ZeroSetting { setting: "gate_capacity" }
     );
-    // Ghosts or estimated entries too many to allocate: an error, not an abort.
-    assert!(matches!(
-        err(AdmissionCache::<u64, u64>::builder().capacity(10).gate_capacity(usize::MAX)),
-        BuildError::CapacityTooLarge { .. }
-    ));
-    assert!(matches!(
-        err(AdmissionCache::<u64, u64>::builder().capacity(10).gate_capacity(1 << 50)),
-        BuildError::OutOfMemory { .. }
-    ));
+    assert_eq!(
+        err(AdmissionCache::<u64, u64>::builder().capacity(10).estimated_entries(0)),
+        BuildError::ZeroSetting { setting: "estimated_entries" }
+    );
+    let always = AdmissionCache::<u64, u64>::builder().capacity(10).admission(AdmissionPolicy::Always);
+    assert!(always.gate_capacity(0).build().is_ok(), "no gate under Always: the setting is unused");
+    // Ghosts or estimated entries too many to allocate: an error naming the setting, not
+    // an abort.
+    for policy in [AdmissionPolicy::S3Fifo, AdmissionPolicy::SecondHit] {
+        let builder = AdmissionCache::<u64, u64>::builder().capacity(10).admission(policy);
+        let too_large = err(builder.clone().gate_capacity(usize::MAX));
+        assert!(
+            matches!(too_large, BuildError::AdmissionTooLarge { setting: "gate_capacity", .. }),
+            "{too_large}"
+        );
+        assert!(too_large.to_string().contains(".gate_capacity"), "{too_large}");
+        let refused = err(builder.clone().gate_capacity(1 << 50));
+        assert!(
+            matches!(refused, BuildError::AdmissionTooLarge { setting: "gate_capacity", bytes: Some(_) }),
+            "{refused}"
+        );
+        let estimated = err(builder.estimated_entries(1 << 50));
+        assert!(matches!(estimated, BuildError::AdmissionTooLarge { setting: "estimated_entries", .. }));
+    }
     assert!(matches!(
         err(AdmissionCache::<u64, u64>::builder()
             .capacity(10)
             .weigher(|_, _| 1)
             .estimated_entries(usize::MAX)),
-        BuildError::CapacityTooLarge { .. } | BuildError::OutOfMemory { .. }
+        BuildError::AdmissionTooLarge { setting: "estimated_entries", .. }
     ));
+    // Rates are printed as written, not as 300 digits.
+    let tiny = SeenBefore::builder().capacity(10).false_positive_rate(1e-300).build().unwrap_err();
+    assert!(tiny.to_string().contains("1e-300"), "{tiny}");
     assert!(SeenBefore::builder().build().is_err());
     assert!(SeenBefore::builder().capacity(10).false_positive_rate(f64::NAN).build().is_err());
 }

@@ -63,7 +63,7 @@ fn weight(value: u32) -> u32 {
 
 fn build(config: &Config) -> AdmissionCache<u8, u32> {
     let builder = AdmissionCache::builder()
-        .capacity(config.capacity)
+        .capacity(config.capacity as u64)
         .shards(config.shards)
         .admission(config.policy)
         .seed(config.seed);
@@ -157,7 +157,7 @@ fn check(config: &Config, ops: &[Op]) -> Result<(), TestCaseError> {
             }
             Op::GetOrInsert(k, v) => {
                 let mut computed = false;
-                let got = cache.get_or_insert_with(k, || {
+                let got = cache.get_or_insert_with(&k, || {
                     computed = true;
                     v
                 });
@@ -254,7 +254,7 @@ fn threads_that_own_their_keys_see_only_their_own_last_values() {
                             }
                             _ => {
                                 let stored = model.get(&own).copied();
-                                let got = cache.get_or_insert_with(own, || value);
+                                let got = cache.get_or_insert_with(&own, || value);
                                 assert!(got == value || Some(got) == stored, "{}", context());
                                 model.insert(own, got);
                             }

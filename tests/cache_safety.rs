@@ -218,7 +218,7 @@ fn keys_and_values_are_dropped_outside_the_lock() {
                 // evictions all along.
                 let _ = cache.insert(Reentrant(id), id);
                 let _ = cache.insert(Reentrant(id), id + 1);
-                cache.get_or_insert_with(Reentrant(id / 3), || id);
+                cache.get_or_insert_with(&Reentrant(id / 3), || id);
                 cache.remove(&Reentrant(id / 2));
             }
             REENTER.with(|slot| slot.borrow_mut().take());

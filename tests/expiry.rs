@@ -86,7 +86,7 @@ fn secs(s: u8) -> Duration {
 
 fn build(config: &Config, clock: Clock) -> AdmissionCache<u8, u32> {
     let mut builder = AdmissionCache::builder()
-        .capacity(config.capacity)
+        .capacity(config.capacity as u64)
         .shards(config.shards)
         .admission(config.policy)
         .seed(config.seed)
@@ -188,7 +188,7 @@ fn check(config: &Config, ops: &[Op]) -> Result<(), TestCaseError> {
             }
             Op::GetOrInsert(k, v) => {
                 let mut loaded = false;
-                let got = cache.get_or_insert_with(k, || {
+                let got = cache.get_or_insert_with(&k, || {
                     loaded = true;
                     v
                 });
@@ -255,7 +255,7 @@ fn ledgered(capacity: usize, policy: AdmissionPolicy, clock: Clock) -> (Admissio
     let ledger = Ledger::default();
     let log = ledger.clone();
     let cache = AdmissionCache::builder()
-        .capacity(capacity)
+        .capacity(capacity as u64)
         .admission(policy)
         .shards(4)
         .time_to_live(Duration::from_secs(50))
@@ -457,18 +457,18 @@ fn loading_after_expiry_loads_again() {
         .clock(clock)
         .build()
         .unwrap();
-    assert_eq!(cache.get_or_insert_with(1, || 10), 10);
+    assert_eq!(cache.get_or_insert_with(&1, || 10), 10);
     hand.advance(Duration::from_secs(4));
-    assert_eq!(cache.get_or_insert_with(1, || 11), 10);
+    assert_eq!(cache.get_or_insert_with(&1, || 11), 10);
     hand.advance(Duration::from_secs(1));
-    assert_eq!(cache.get_or_insert_with(1, || 12), 12, "expired: the loader runs again");
+    assert_eq!(cache.get_or_insert_with(&1, || 12), 12, "expired: the loader runs again");
     assert_eq!(cache.stats().loads, 2);
 }
 
 #[test]
 fn clear_stops_a_load_in_flight_from_storing() {
     let cache: AdmissionCache<u64, u64> = AdmissionCache::builder().capacity(100).build().unwrap();
-    let value = cache.get_or_insert_with(1, || {
+    let value = cache.get_or_insert_with(&1, || {
         cache.clear();
         7
     });
@@ -480,9 +480,9 @@ fn clear_stops_a_load_in_flight_from_storing() {
 /// the machine's core count.
 #[test]
 fn an_eighth_of_the_capacity_fits_by_default() {
-    let capacity = 32 << 20;
+    let capacity: usize = 32 << 20;
     let cache: AdmissionCache<u64, Vec<u8>> = AdmissionCache::builder()
-        .capacity(capacity)
+        .capacity(capacity as u64)
         .weigher(|_, value: &Vec<u8>| value.len() as u32)
         .estimated_entries(100_000)
         .admission(AdmissionPolicy::Always)
@@ -529,4 +529,41 @@ fn clear_and_retain_race_inserts_to_a_consistent_end() {
     let mut stored = stored.into_inner().unwrap();
     stored.sort_unstable();
     assert_eq!(reported, stored, "every stored value reported once, whatever the interleaving");
+}
+
+/// A manual clock moved to the end of its range expires what has a lifetime, and nothing
+/// that has none.
+#[test]
+fn a_clock_at_the_end_of_time_expires_only_what_has_a_lifetime() {
+    for policy in [AdmissionPolicy::S3Fifo, AdmissionPolicy::SecondHit, AdmissionPolicy::Always] {
+        let (clock, hand) = Clock::manual();
+        let told = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = told.clone();
+        let cache: AdmissionCache<u64, u64> = AdmissionCache::builder()
+            .capacity(100)
+            .admission(policy)
+            .clock(clock)
+            .eviction_listener(move |key, _, cause| log.lock().unwrap().push((key, cause)))
+            .build()
+            .unwrap();
+        for _ in 0..2 {
+            let _ = cache.insert(1, 1);
+            let _ = cache.insert_with_ttl(2, 2, Duration::MAX);
+            let _ = cache.insert_with_ttl(3, 3, Duration::from_secs(1));
+        }
+        for _ in 0..3 {
+            hand.advance(Duration::MAX);
+        }
+        assert_eq!((cache.get(&1), cache.get(&2), cache.get(&3)), (Some(1), Some(2), None), "{policy:?}");
+        cache.purge_expired();
+        assert_eq!(cache.len(), 2, "{policy:?}");
+        let expired: Vec<_> = told
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, cause)| *cause == RemovalCause::Expired)
+            .cloned()
+            .collect();
+        assert_eq!(expired, [(3, RemovalCause::Expired)], "{policy:?}");
+    }
 }

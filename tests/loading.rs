@@ -21,7 +21,7 @@ const POLICIES: [AdmissionPolicy; 3] =
 const BOUND: Duration = Duration::from_secs(60);
 
 fn cache(policy: AdmissionPolicy, capacity: usize) -> Arc<AdmissionCache<u64, u64>> {
-    Arc::new(AdmissionCache::builder().capacity(capacity).admission(policy).build().unwrap())
+    Arc::new(AdmissionCache::builder().capacity(capacity as u64).admission(policy).build().unwrap())
 }
 
 /// Runs `work` on a thread of its own and fails if it does not finish within [`BOUND`].
@@ -43,7 +43,7 @@ fn a_hundred_threads_missing_on_one_key_run_one_loader() {
                     let (cache, calls, start) = (cache.clone(), calls.clone(), start.clone());
                     thread::spawn(move || {
                         start.wait();
-                        cache.get_or_insert_with(7, || {
+                        cache.get_or_insert_with(&7, || {
                             calls.fetch_add(1, Ordering::SeqCst);
                             // A slow origin: it answers once the other callers wait.
                             while cache.stats().loads_waiting < 99 {
@@ -82,7 +82,7 @@ fn a_hundred_tasks_missing_on_one_key_run_one_loader() {
                             }
                             70
                         };
-                        cache.get_or_insert_async(7, origin).await
+                        cache.get_or_insert_async(&7, origin).await
                     })
                 })
                 .collect();
@@ -114,7 +114,7 @@ fn eight_threads_requesting_the_same_ten_thousand_keys_load_each_once() {
                         // Every thread asks for every key, each in its own order.
                         for i in 0..10_000u64 {
                             let key = (i * (2 * t + 1) + t * 1_237) % 10_000;
-                            let value = cache.get_or_insert_with(key, || {
+                            let value = cache.get_or_insert_with(&key, || {
                                 calls.fetch_add(1, Ordering::Relaxed);
                                 key * 3
                             });
@@ -139,7 +139,7 @@ fn under_second_hit_every_waiter_gets_a_first_sighting_that_is_not_stored() {
     let leader = {
         let cache = cache.clone();
         thread::spawn(move || {
-            cache.get_or_insert_with(5, || {
+            cache.get_or_insert_with(&5, || {
                 leading.send(()).unwrap();
                 released.recv().unwrap();
                 50
@@ -150,7 +150,7 @@ fn under_second_hit_every_waiter_gets_a_first_sighting_that_is_not_stored() {
     let waiters: Vec<_> = (0..4)
         .map(|_| {
             let cache = cache.clone();
-            thread::spawn(move || cache.get_or_insert_with(5, || unreachable!("the load is in flight")))
+            thread::spawn(move || cache.get_or_insert_with(&5, || unreachable!("the load is in flight")))
         })
         .collect();
     while cache.stats().loads_waiting < 4 {
@@ -163,7 +163,7 @@ fn under_second_hit_every_waiter_gets_a_first_sighting_that_is_not_stored() {
     }
     assert_eq!(cache.peek(&5), None, "a first sighting was stored");
     // The next miss is the second sighting: loaded again, and stored.
-    assert_eq!(cache.get_or_insert_with(5, || 51), 51);
+    assert_eq!(cache.get_or_insert_with(&5, || 51), 51);
     assert_eq!(cache.peek(&5), Some(51));
 }
 
@@ -177,7 +177,7 @@ fn waiters_after_a_failed_leader(fail: fn() -> Result<u64, &'static str>) -> (Ve
         let cache = cache.clone();
         thread::spawn(move || {
             let got = catch_unwind(AssertUnwindSafe(|| {
-                cache.try_get_or_insert_with(9, || {
+                cache.try_get_or_insert_with(&9, || {
                     leading.send(()).unwrap();
                     released.recv().unwrap();
                     fail()
@@ -196,7 +196,7 @@ fn waiters_after_a_failed_leader(fail: fn() -> Result<u64, &'static str>) -> (Ve
             let (cache, taken_over) = (cache.clone(), taken_over.clone());
             thread::spawn(move || {
                 cache
-                    .try_get_or_insert_with(9, || {
+                    .try_get_or_insert_with(&9, || {
                         taken_over.fetch_add(1, Ordering::SeqCst);
                         Ok::<_, &str>(100 + w)
                     })
@@ -239,11 +239,11 @@ fn a_panicking_loader_fails_only_its_caller_and_one_waiter_loads_instead() {
 #[test]
 fn a_failed_load_with_no_waiter_leaves_nothing_behind() {
     let cache = cache(AdmissionPolicy::S3Fifo, 100);
-    assert_eq!(cache.try_get_or_insert_with(1, || Err::<u64, _>("no")), Err("no"));
-    let _ = catch_unwind(AssertUnwindSafe(|| cache.get_or_insert_with(1, || panic!("loader panics"))));
+    assert_eq!(cache.try_get_or_insert_with(&1, || Err::<u64, _>("no")), Err("no"));
+    let _ = catch_unwind(AssertUnwindSafe(|| cache.get_or_insert_with(&1, || panic!("loader panics"))));
     // A later caller leads at once (a load left behind would make it wait forever).
     let cache2 = cache.clone();
-    assert_eq!(bounded("next load", move || cache2.get_or_insert_with(1, || 11)), 11);
+    assert_eq!(bounded("next load", move || cache2.get_or_insert_with(&1, || 11)), 11);
     assert_eq!(cache.get(&1), Some(11));
     assert_eq!(cache.stats().load_failures, 2);
 }
@@ -269,10 +269,10 @@ fn a_dropped_loading_future_hands_the_load_on_past_a_dropped_waiter() {
     let cache = cache(AdmissionPolicy::S3Fifo, 100);
     let (a, b, c) =
         (Arc::new(Counted::default()), Arc::new(Counted::default()), Arc::new(Counted::default()));
-    let mut leader = Box::pin(cache.get_or_insert_async(3, std::future::pending()));
+    let mut leader = Box::pin(cache.get_or_insert_async(&3, std::future::pending()));
     assert!(poll_once(leader.as_mut(), &a).is_pending(), "the leader awaits its origin");
-    let mut first = Box::pin(cache.get_or_insert_async(3, async { 31 }));
-    let mut second = pin!(cache.get_or_insert_async(3, async { 32 }));
+    let mut first = Box::pin(cache.get_or_insert_async(&3, async { 31 }));
+    let mut second = pin!(cache.get_or_insert_async(&3, async { 32 }));
     assert!(poll_once(first.as_mut(), &b).is_pending());
     assert!(poll_once(second.as_mut(), &c).is_pending());
     assert_eq!(cache.stats().loads, 1);
@@ -295,10 +295,10 @@ fn a_dropped_waiter_does_not_disturb_the_others() {
     let (a, b, c) =
         (Arc::new(Counted::default()), Arc::new(Counted::default()), Arc::new(Counted::default()));
     let (send, origin) = futures_channel();
-    let mut leader = Box::pin(cache.get_or_insert_async(4, origin));
+    let mut leader = Box::pin(cache.get_or_insert_async(&4, origin));
     assert!(poll_once(leader.as_mut(), &a).is_pending());
-    let mut dropped = Box::pin(cache.get_or_insert_async(4, async { unreachable!() }));
-    let mut kept = Box::pin(cache.get_or_insert_async(4, async { unreachable!() }));
+    let mut dropped = Box::pin(cache.get_or_insert_async(&4, async { unreachable!() }));
+    let mut kept = Box::pin(cache.get_or_insert_async(&4, async { unreachable!() }));
     assert!(poll_once(dropped.as_mut(), &b).is_pending());
     assert!(poll_once(kept.as_mut(), &c).is_pending());
     drop(dropped);
@@ -328,7 +328,7 @@ fn a_timed_out_leader_hands_the_load_to_a_waiting_task() {
             tokio::spawn(async move {
                 tokio::time::timeout(
                     Duration::from_millis(50),
-                    cache.get_or_insert_async(8, std::future::pending()),
+                    cache.get_or_insert_async(&8, std::future::pending()),
                 )
                 .await
             })
@@ -336,7 +336,7 @@ fn a_timed_out_leader_hands_the_load_to_a_waiting_task() {
         tokio::time::sleep(Duration::from_millis(10)).await;
         let waiter = {
             let cache = cache.clone();
-            tokio::spawn(async move { cache.get_or_insert_async(8, async { 80 }).await })
+            tokio::spawn(async move { cache.get_or_insert_async(&8, async { 80 }).await })
         };
         assert!(stuck.await.unwrap().is_err(), "the stuck leader timed out");
         tokio::time::timeout(BOUND, waiter).await.expect("the waiter hung").unwrap()
@@ -351,7 +351,7 @@ fn an_insert_during_a_load_keeps_its_value() {
         let cache = cache(policy, 100);
         let _ = cache.insert(2, 0); // under SecondHit the gate has now seen key 2
         cache.remove(&2);
-        let loaded = cache.get_or_insert_with(2, || {
+        let loaded = cache.get_or_insert_with(&2, || {
             let _ = cache.insert(2, 20); // another caller's insert, during the load
             21
         });
@@ -368,15 +368,15 @@ fn an_insert_during_a_load_keeps_its_value() {
 fn a_remove_during_a_load_keeps_the_loaded_value_out() {
     for policy in POLICIES {
         let cache = cache(policy, 100);
-        let loaded = cache.get_or_insert_with(6, || {
+        let loaded = cache.get_or_insert_with(&6, || {
             cache.remove(&6); // the origin changed and the key was invalidated, during the load
             60
         });
         assert_eq!(loaded, 60);
         assert_eq!(cache.get(&6), None, "{policy:?}: a value loaded before the remove was stored");
         // A load that starts after the remove stores as usual.
-        cache.get_or_insert_with(6, || 61);
-        cache.get_or_insert_with(6, || 61);
+        cache.get_or_insert_with(&6, || 61);
+        cache.get_or_insert_with(&6, || 61);
         assert_eq!(cache.get(&6), Some(61), "{policy:?}");
     }
 }
@@ -385,8 +385,8 @@ fn a_remove_during_a_load_keeps_the_loaded_value_out() {
 fn loading_futures_are_send() {
     fn send<T: Send>(_: &T) {}
     let cache = cache(AdmissionPolicy::S3Fifo, 100);
-    let future = cache.get_or_insert_async(1, async { 1 });
+    let future = cache.get_or_insert_async(&1, async { 1 });
     send(&future);
-    let future = cache.try_get_or_insert_async(1, async { Ok::<u64, String>(1) });
+    let future = cache.try_get_or_insert_async(&1, async { Ok::<u64, String>(1) });
     send(&future);
 }

@@ -633,7 +633,7 @@ fn cache_load_runs_once_for_a_loader_and_a_waiter() {
         let calls = std::sync::Arc::new(loom::sync::atomic::AtomicUsize::new(0));
         let load = |cache: &cuckoo_gate::AdmissionCache<u64, u64>,
                     calls: &loom::sync::atomic::AtomicUsize| {
-            cache.get_or_insert_with(1, || {
+            cache.get_or_insert_with(&1, || {
                 calls.fetch_add(1, loom::sync::atomic::Ordering::Relaxed);
                 10
             })
@@ -660,9 +660,9 @@ fn cache_load_failure_hands_the_load_to_its_waiter() {
         let cache = std::sync::Arc::new(one_shard_cache_owned());
         let other = {
             let cache = cache.clone();
-            thread::spawn(move || cache.try_get_or_insert_with(1, || Ok::<u64, ()>(20)))
+            thread::spawn(move || cache.try_get_or_insert_with(&1, || Ok::<u64, ()>(20)))
         };
-        let mine = cache.try_get_or_insert_with(1, || Err::<u64, ()>(()));
+        let mine = cache.try_get_or_insert_with(&1, || Err::<u64, ()>(()));
         assert!(matches!(mine, Err(()) | Ok(20)), "the failed loader got {mine:?}");
         assert_eq!(other.join().unwrap(), Ok(20));
         assert_eq!(cache.get(&1), Some(20));
@@ -681,7 +681,7 @@ fn cache_remove_racing_a_load_leaves_no_stale_value() {
         let origin = std::sync::Arc::new(AtomicU64::new(1));
         let loader = {
             let (cache, origin) = (cache.clone(), origin.clone());
-            thread::spawn(move || cache.get_or_insert_with(1, || origin.load(Ordering::SeqCst)))
+            thread::spawn(move || cache.get_or_insert_with(&1, || origin.load(Ordering::SeqCst)))
         };
         origin.store(2, Ordering::SeqCst);
         cache.remove(&1);
@@ -689,5 +689,47 @@ fn cache_remove_racing_a_load_leaves_no_stale_value() {
         assert!(matches!(loaded, 1 | 2));
         let left = cache.peek(&1);
         assert!(matches!(left, None | Some(2)), "a stale value outlived the remove: {left:?}");
+    });
+}
+
+/// A compute that removes the key, racing a load, after the origin changed: the value
+/// loaded before the compute is not left in the cache after it (the compute marks the
+/// load, or removes what the load stored first).
+#[test]
+#[cfg_attr(cuckoo_gate_broken = "compute_ignores_load", should_panic(expected = "a stale value outlived"))]
+fn cache_compute_racing_a_load_leaves_no_stale_value() {
+    model(|| {
+        use loom::sync::atomic::{AtomicU64, Ordering};
+        let cache = std::sync::Arc::new(one_shard_cache_owned());
+        let origin = std::sync::Arc::new(AtomicU64::new(1));
+        let loader = {
+            let (cache, origin) = (cache.clone(), origin.clone());
+            thread::spawn(move || cache.get_or_insert_with(&1, || origin.load(Ordering::SeqCst)))
+        };
+        origin.store(2, Ordering::SeqCst);
+        cache.entry(&1).and_compute_with(|_| cuckoo_gate::Op::Remove);
+        let loaded = loader.join().unwrap();
+        assert!(matches!(loaded, 1 | 2));
+        let left = cache.peek(&1);
+        assert!(matches!(left, None | Some(2)), "a stale value outlived the compute: {left:?}");
+    });
+}
+
+/// Two computes adding 1 to one key: neither update is lost.
+#[test]
+#[cfg_attr(cuckoo_gate_broken = "split_compute", should_panic(expected = "an update was lost"))]
+fn cache_computes_lose_no_update() {
+    model(|| {
+        let cache = std::sync::Arc::new(one_shard_cache_owned());
+        let add = |cache: &cuckoo_gate::AdmissionCache<u64, u64>| {
+            cache.entry(&1).and_upsert_with(|n| n.map_or(1, |n| n + 1))
+        };
+        let other = {
+            let cache = cache.clone();
+            thread::spawn(move || add(&cache))
+        };
+        let mine = add(&cache);
+        let theirs = other.join().unwrap();
+        assert_eq!(cache.peek(&1), Some(2), "an update was lost ({mine}, {theirs})");
     });
 }

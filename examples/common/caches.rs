@@ -62,7 +62,7 @@ impl Cache for AdmissionCache<u64, u64> {
     }
     fn get_or_insert(&self, key: u64) -> bool {
         let mut hit = true;
-        black_box(self.get_or_insert_with(key, || {
+        black_box(self.get_or_insert_with(&key, || {
             hit = false;
             key
         }));
@@ -154,7 +154,7 @@ pub fn peers() -> Vec<(&'static str, Box<dyn Cache>)> {
 /// and quick_cache, 4 per core) given `shards` shards each instead when it is set.
 pub fn peers_sharded(shards: Option<usize>) -> Vec<(&'static str, Box<dyn Cache>)> {
     let lru = lru::LruCache::with_hasher(NonZeroUsize::new(CAPACITY).unwrap(), ahash::RandomState::new());
-    let mut ours = AdmissionCache::<u64, u64>::builder().capacity(CAPACITY).seed(1);
+    let mut ours = AdmissionCache::<u64, u64>::builder().capacity(CAPACITY as u64).seed(1);
     let hour = Duration::from_secs(3_600);
     let mut quick = quick_cache::OptionsBuilder::new();
     quick.estimated_items_capacity(CAPACITY).weight_capacity(CAPACITY as u64);

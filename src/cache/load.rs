@@ -1,49 +1,64 @@
 //! Coalesced loading: of the callers that miss on one key at the same time, one runs its
 //! loader (the *leader*) and the others wait for its value.
 //!
-//! A load in flight is an `Arc<Load>` in a map beside the shards, keyed by the key
-//! ([`Loads`]: a `DashMap`, or a mutex-guarded map under loom). The shards never see a
-//! load, so a hit through `get_or_insert_with` is a plain `get`, and an entry costs no more
-//! memory for loading. A caller that misses joins the map: the first becomes the leader,
-//! the rest register as waiters on the load's state (a thread handle to unpark, or a
-//! task's `Waker`) and sleep. The leader looks in the cache once more before it loads, so
-//! that a load which finished between its miss and its join is not run twice.
+//! A load in flight is an `Arc<Load>` in a map beside the shards ([`Loads`]: striped
+//! mutexes over hash tables), stored with the key it loads. The shards never see a load,
+//! so a hit through `get_or_insert_with` is a plain `get`, and an entry costs no more
+//! memory for loading. A caller that misses joins the map: the first becomes the leader
+//! (its key, made from the caller's borrowed one, is the only copy the miss makes: it
+//! moves from the map into the cache), the rest register as waiters on the load's state
+//! (a thread handle to unpark, or a task's `Waker`) and sleep. The leader then looks for
+//! the key under its shard's write lock and, if it is still missing, registers the load
+//! with the shard: from then on a write to the key (an insert, a compute, a remove, a
+//! clear) marks the load, and a marked load does not store its value.
 //!
 //! The state of one key, against what can happen to it (the cache's own entry for the key
 //! is separate: a load never holds capacity and is never a hit):
 //!
-//! | state \ event | a caller misses | the leader finishes | the leader fails (error, panic, dropped future) | a waiter is dropped | `insert` | `remove` |
+//! | state \ event | a caller misses | the leader finishes | the leader fails (error, panic, dropped future) | a waiter is dropped | `insert`, compute | `remove`, `clear` |
 //! |---|---|---|---|---|---|---|
 //! | no load | becomes the leader | — | — | — | stores | removes |
-//! | loading | waits | stores the value if the policy admits it and the key is still absent and not removed since; every waiter gets the value; the load leaves the map | hands the load to the longest waiter, who runs its own loader; with no waiter the load closes and leaves the map | leaves the waiters (if it had been handed the load, hands it on) | stores; the load will not replace it | the load's value will not be stored |
-//! | ready (finished, not yet out of the map) | gets the value | — | — | — | stores | takes the load out of the map |
-//! | closed (failed, no waiter) | starts again: takes the load out of the map, then joins anew | — | — | — | stores | — |
+//! | loading | waits | stores the value if the policy admits it and no write to the key came since the load began; every waiter gets the value; the load leaves the map | hands the load to the longest waiter, who looks for the key again and runs its own loader; with no waiter the load closes and leaves the map | leaves the waiters (if it had been handed the load, hands it on) | stores; the load will not store its value | removes; the load will not store its value |
+//! | closed (failed, no waiter) | starts again: a new load takes its place in the map | — | — | — | stores | removes |
 //!
-//! Locks: the load's state mutex is taken alone, or before a shard's write lock (the
-//! leader stores its value under the state mutex, so that a `remove` that marks the load
-//! either comes first and the value is not stored, or comes after and removes it). No user
-//! code runs under the state mutex but the `K::eq` of that store; waiters are woken after
-//! it is released. The map's own lock is never held with another.
+//! Locks: a stripe of the map is taken alone, or before a load's state mutex (a join
+//! checks whether the load it found has closed), or before the key's shard's write lock
+//! (the leader takes its key out of the map and stores it in one hold of the stripe, so
+//! that no caller finds neither the load nor the value). The user code that runs under a
+//! stripe is the key's `Eq` and `Clone` of a join, and the weigher and the value's `Clone`
+//! of a store; waiters are woken after every lock is released.
 
+use std::borrow::Borrow;
 use std::future::Future;
-use std::hash::Hash;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
 
-use crate::broken;
 use crossbeam_utils::CachePadded;
+use hashbrown::HashTable;
 
+use crate::broken;
 use crate::primitive::{current_thread, failed_model, park, AtomicU64, Mutex, Ordering, Tally, Thread};
 
 /// The loads in flight, and their counters.
 pub(crate) struct Loads<K, V> {
-    map: Map<K, Arc<Load<V>>>,
+    /// The loads, by key, in stripes picked by hash.
+    stripes: Box<[Stripe<K, V>]>,
     /// [`STARTED`], [`COALESCED`] and [`FAILED`], striped by thread (see [`Tally`]).
     pub(crate) counts: Tally<3>,
     /// Callers registered as waiters now (on a line of its own: the fields beside it are
     /// read by every lookup).
     pub(crate) waiting: CachePadded<AtomicU64>,
+}
+
+/// A stripe of the map of loads, alone on its cache lines.
+type Stripe<K, V> = CachePadded<Mutex<HashTable<Slot<K, V>>>>;
+
+/// A load in the map, with its key.
+pub(crate) struct Slot<K, V> {
+    hash: u64,
+    pub(crate) key: K,
+    load: Arc<Load<V>>,
 }
 
 /// Loaders run.
@@ -67,15 +82,13 @@ struct State {
     /// Registered waiters, longest waiting first.
     waiters: Vec<(u64, Wake)>,
     next_id: u64,
-    /// A `remove` of the key came during this load: its value is not stored.
-    invalidated: bool,
 }
 
 enum Phase {
     /// The leader runs its loader; `handed_to` is the waiter the load was handed to, which
     /// has not yet woken to take it.
     Loading { handed_to: Option<u64> },
-    /// The value is set, for every waiter and every caller that finds the load in the map.
+    /// The value is set, for every waiter.
     Ready,
     /// Ended without a value and without a waiter: whoever finds it starts again.
     Closed,
@@ -116,18 +129,23 @@ enum HandOn {
 
 impl<V> Load<V> {
     fn new() -> Self {
-        let state = State {
-            phase: Phase::Loading { handed_to: None },
-            waiters: Vec::new(),
-            next_id: 0,
-            invalidated: false,
-        };
+        let state = State { phase: Phase::Loading { handed_to: None }, waiters: Vec::new(), next_id: 0 };
         Load { state: Mutex::new(state), value: OnceLock::new() }
+    }
+
+    /// The load's identity among the loads alive: the address of its state.
+    pub(crate) fn ticket(self: &Arc<Self>) -> usize {
+        Arc::as_ptr(self) as usize
     }
 
     /// The leader's value, once the load is [`Phase::Ready`].
     pub(crate) fn value(&self) -> &V {
         self.value.get().expect("a ready load holds its value")
+    }
+
+    /// Whether the load ended without a value and without a waiter.
+    fn is_closed(&self) -> bool {
+        matches!(self.state.lock().phase, Phase::Closed)
     }
 
     /// Checks the load for the waiter `id` (`None` before it registered): its result if
@@ -173,14 +191,10 @@ impl<V> Load<V> {
         Poll::Pending
     }
 
-    /// Finishes the load with `value`: runs `store` first unless a `remove` came during the
-    /// load, then hands the value to the waiters, whom it returns to be woken once the
-    /// lock is released.
-    fn finish(&self, value: V, store: impl FnOnce()) -> Vec<Wake> {
+    /// Finishes the load with `value`: hands it to the waiters, whom it returns to be
+    /// woken once the lock is released.
+    fn publish(&self, value: V) -> Vec<Wake> {
         let mut state = self.state.lock();
-        if !state.invalidated {
-            store();
-        }
         // Set once: a load is finished once, by the one leader it has at a time.
         let _ = self.value.set(value);
         state.phase = Phase::Ready;
@@ -200,8 +214,6 @@ impl<V> Load<V> {
             return HandOn::Closed;
         }
         let (next, wake) = state.waiters.remove(0);
-        // The new leader runs its own loader, which starts after any `remove` so far.
-        state.invalidated = false;
         state.phase = Phase::Loading { handed_to: Some(next) };
         HandOn::To(wake)
     }
@@ -219,55 +231,86 @@ impl<V> Load<V> {
         state.waiters.retain(|(w, _)| *w != id);
         false
     }
-
-    /// A `remove` of the key: a load in progress will not store its value. Returns whether
-    /// the load has finished, so that the caller takes it out of the map (a caller that
-    /// finds it there would get the removed value).
-    fn invalidate(&self) -> bool {
-        let mut state = self.state.lock();
-        match state.phase {
-            Phase::Loading { .. } => {
-                state.invalidated = !broken::REMOVE_IGNORES_LOAD;
-                false
-            }
-            Phase::Ready => true,
-            Phase::Closed => false,
-        }
-    }
 }
 
-impl<K: Hash + Eq, V> Loads<K, V> {
-    /// Loads whose counters have `stripes` stripes (a power of two).
-    pub(crate) fn new(hasher: ahash::RandomState, stripes: usize) -> Self {
+impl<K, V> Loads<K, V> {
+    /// Loads in `stripes` stripes of the map, whose counters have `counters` stripes (both
+    /// powers of two).
+    pub(crate) fn new(stripes: usize, counters: usize) -> Self {
         Loads {
-            map: Map::new(hasher),
-            counts: Tally::new(stripes),
+            stripes: (0..stripes).map(|_| CachePadded::new(Mutex::new(HashTable::new()))).collect(),
+            counts: Tally::new(counters),
             waiting: CachePadded::new(AtomicU64::new(0)),
         }
     }
 
-    /// Takes `load` out of the map, if it is still there for `key`.
-    pub(crate) fn forget(&self, key: &K, load: &Arc<Load<V>>) {
-        self.map.remove_if(key, |found| Arc::ptr_eq(found, load));
+    /// Runs `f` on the stripe of the map that holds the loads of keys of `hash`, locked.
+    #[inline]
+    fn stripe<R>(&self, hash: u64, f: impl FnOnce(&mut HashTable<Slot<K, V>>) -> R) -> R {
+        // Bits the shards and their tables leave alone: the shard takes the low half's
+        // top bits, a table the low bits and the top seven.
+        let index = (hash >> 32) as usize & (self.stripes.len() - 1);
+        f(&mut self.stripes[index].lock())
     }
 
-    /// A `remove` of `key`: marks its load, if one is in flight (see [`Load::invalidate`]).
-    pub(crate) fn invalidate(&self, key: &K) {
-        if let Some(load) = self.map.get(key) {
-            if load.invalidate() {
-                self.forget(key, &load);
+    /// Joins the load of `key` (of `hash`): the load, and whether this caller leads it (no
+    /// load was in flight; `make_key` made the map's copy of the key). A closed load found
+    /// in the map gives its place to a new one.
+    pub(crate) fn join<Q: ?Sized + Eq>(
+        &self,
+        hash: u64,
+        key: &Q,
+        make_key: impl FnOnce(&Q) -> K,
+    ) -> (Arc<Load<V>>, bool)
+    where
+        K: Borrow<Q>,
+    {
+        self.stripe(hash, |map| {
+            if let Some(slot) = map.find_mut(hash, |slot| slot.hash == hash && slot.key.borrow() == key) {
+                if !slot.load.is_closed() {
+                    return (slot.load.clone(), false);
+                }
+                let load = Arc::new(Load::new());
+                // The closed load drops here, under the lock: it holds no key or value.
+                slot.load = load.clone();
+                return (load, true);
             }
-        }
+            let load = Arc::new(Load::new());
+            let slot = Slot { hash, key: make_key(key), load: load.clone() };
+            map.insert_unique(hash, slot, |slot| slot.hash);
+            (load, true)
+        })
     }
 
-    /// A `clear`: marks every load in flight, as [`Loads::invalidate`] does one.
-    pub(crate) fn invalidate_all(&self) {
-        self.map.retain(|load| !load.invalidate());
+    /// Takes `load` out of the map, if it is still there; its key drops after the lock
+    /// is released.
+    pub(crate) fn forget(&self, hash: u64, load: &Arc<Load<V>>) {
+        let _slot = self.stripe(hash, |map| {
+            map.find_entry(hash, |slot| Arc::ptr_eq(&slot.load, load)).ok().map(|slot| slot.remove().0)
+        });
     }
 
-    /// Waits, parking the thread, for the load that `key`'s leader runs.
-    pub(crate) fn wait(&self, key: &K, load: &Arc<Load<V>>) -> Waited {
-        let mut waiter = Waiter { loads: self, key, load, id: None };
+    /// The leader of `load` stores its value: runs `store` with the load's place in the
+    /// map (its key), under the stripe's lock, so that the value can be stored before the
+    /// load leaves the map. `None` if the load is no longer in the map (a panic took it
+    /// out part way through an earlier store).
+    pub(crate) fn with_slot<R>(
+        &self,
+        hash: u64,
+        load: &Arc<Load<V>>,
+        store: impl FnOnce(hashbrown::hash_table::OccupiedEntry<'_, Slot<K, V>>) -> R,
+    ) -> Option<R> {
+        self.stripe(hash, |map| map.find_entry(hash, |slot| Arc::ptr_eq(&slot.load, load)).ok().map(store))
+    }
+
+    /// Hands `value` to the waiters of `load`, which has left the map, and wakes them.
+    pub(crate) fn publish(&self, load: &Load<V>, value: V) {
+        load.publish(value).into_iter().for_each(Wake::wake);
+    }
+
+    /// Waits, parking the thread, for the load that the leader of `hash`'s key runs.
+    pub(crate) fn wait(&self, hash: u64, load: &Arc<Load<V>>) -> Waited {
+        let mut waiter = Waiter { loads: self, hash, load, id: None };
         loop {
             match waiter.poll_with(Wake::Thread(current_thread())) {
                 Poll::Ready(waited) => return waited,
@@ -277,57 +320,34 @@ impl<K: Hash + Eq, V> Loads<K, V> {
     }
 
     /// [`Loads::wait`] for a task: the future wakes it through its `Waker`.
-    pub(crate) fn wait_async<'a>(&'a self, key: &'a K, load: &'a Arc<Load<V>>) -> Waiter<'a, K, V> {
-        Waiter { loads: self, key, load, id: None }
-    }
-
-    /// The leader finishes with `value`; see [`Load::finish`].
-    pub(crate) fn finish(&self, key: &K, load: &Arc<Load<V>>, value: V, store: impl FnOnce()) {
-        let woken = load.finish(value, store);
-        // A caller that finds the finished load in the map still gets its value; one that
-        // comes after it left finds the value in the cache, stored before.
-        self.forget(key, load);
-        woken.into_iter().for_each(Wake::wake);
+    pub(crate) fn wait_async<'a>(&'a self, hash: u64, load: &'a Arc<Load<V>>) -> Waiter<'a, K, V> {
+        Waiter { loads: self, hash, load, id: None }
     }
 
     /// The leader is gone without a value.
-    pub(crate) fn abandon(&self, key: &K, load: &Arc<Load<V>>) {
+    pub(crate) fn abandon(&self, hash: u64, load: &Arc<Load<V>>) {
         self.counts.add(FAILED);
-        self.hand_on(key, load);
+        self.hand_on(hash, load);
     }
 
-    fn hand_on(&self, key: &K, load: &Arc<Load<V>>) {
+    fn hand_on(&self, hash: u64, load: &Arc<Load<V>>) {
         match load.hand_on() {
             HandOn::To(wake) => wake.wake(),
-            HandOn::Closed => self.forget(key, load),
-        }
-    }
-}
-
-impl<K: Hash + Eq + Clone, V> Loads<K, V> {
-    /// Joins the load of `key`: the load, and whether this caller leads it (it was not in
-    /// flight). A closed load found in the map is taken out, and the join starts again.
-    pub(crate) fn join(&self, key: &K) -> (Arc<Load<V>>, bool) {
-        loop {
-            let (load, lead) = self.map.join(key, || Arc::new(Load::new()));
-            if lead || !matches!(load.state.lock().phase, Phase::Closed) {
-                return (load, lead);
-            }
-            self.forget(key, &load);
+            HandOn::Closed => self.forget(hash, load),
         }
     }
 }
 
 /// A waiter on a load; as a future, a waiting task. Dropping it leaves the load (and
 /// hands the load on, if it had been handed to this waiter and not yet taken).
-pub(crate) struct Waiter<'a, K: Hash + Eq, V> {
+pub(crate) struct Waiter<'a, K, V> {
     loads: &'a Loads<K, V>,
-    key: &'a K,
+    hash: u64,
     load: &'a Arc<Load<V>>,
     id: Option<u64>,
 }
 
-impl<K: Hash + Eq, V> Future for Waiter<'_, K, V> {
+impl<K, V> Future for Waiter<'_, K, V> {
     type Output = Waited;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Waited> {
@@ -336,7 +356,7 @@ impl<K: Hash + Eq, V> Future for Waiter<'_, K, V> {
     }
 }
 
-impl<K: Hash + Eq, V> Waiter<'_, K, V> {
+impl<K, V> Waiter<'_, K, V> {
     /// [`Load::poll`], counting the waiter in and out of [`Loads::waiting`].
     fn poll_with(&mut self, wake: Wake) -> Poll<Waited> {
         let registered = self.id.is_some();
@@ -358,88 +378,13 @@ impl<K: Hash + Eq, V> Waiter<'_, K, V> {
     }
 }
 
-impl<K: Hash + Eq, V> Drop for Waiter<'_, K, V> {
+impl<K, V> Drop for Waiter<'_, K, V> {
     fn drop(&mut self) {
         if let Some(id) = self.id.filter(|_| !failed_model()) {
             self.loads.waiting.fetch_sub(1, Ordering::Relaxed);
             if self.load.leave(id) {
-                self.loads.hand_on(self.key, self.load);
+                self.loads.hand_on(self.hash, self.load);
             }
         }
-    }
-}
-
-/// The map of loads in flight: a `DashMap` (its shards' locks are held only inside these
-/// three calls).
-#[cfg(not(cuckoo_gate_loom))]
-struct Map<K, L>(dashmap::DashMap<K, L, ahash::RandomState>);
-
-#[cfg(not(cuckoo_gate_loom))]
-impl<K: Hash + Eq, L: Clone> Map<K, L> {
-    fn new(hasher: ahash::RandomState) -> Self {
-        Map(dashmap::DashMap::with_hasher(hasher))
-    }
-
-    fn get(&self, key: &K) -> Option<L> {
-        self.0.get(key).map(|found| found.value().clone())
-    }
-
-    /// The value for `key`, and whether `make` made it (the key was absent).
-    fn join(&self, key: &K, make: impl FnOnce() -> L) -> (L, bool)
-    where
-        K: Clone,
-    {
-        match self.0.entry(key.clone()) {
-            dashmap::Entry::Occupied(found) => (found.get().clone(), false),
-            dashmap::Entry::Vacant(vacant) => (vacant.insert(make()).value().clone(), true),
-        }
-    }
-
-    fn remove_if(&self, key: &K, is: impl FnOnce(&L) -> bool) {
-        // The entry, if removed, is dropped here, after the map's lock is released.
-        let _removed = self.0.remove_if(key, |_, found| is(found));
-    }
-
-    /// Keeps the entries `keep` accepts. The others' keys (clones of callers' keys) drop
-    /// under the map's lock.
-    fn retain(&self, mut keep: impl FnMut(&L) -> bool) {
-        self.0.retain(|_, load| keep(load));
-    }
-}
-
-/// The map of loads in flight under loom: one loom mutex, so that the models see it.
-#[cfg(cuckoo_gate_loom)]
-struct Map<K, L>(Mutex<std::collections::HashMap<K, L, ahash::RandomState>>);
-
-#[cfg(cuckoo_gate_loom)]
-impl<K: Hash + Eq, L: Clone> Map<K, L> {
-    fn new(hasher: ahash::RandomState) -> Self {
-        Map(Mutex::new(std::collections::HashMap::with_hasher(hasher)))
-    }
-
-    fn get(&self, key: &K) -> Option<L> {
-        self.0.lock().get(key).cloned()
-    }
-
-    fn join(&self, key: &K, make: impl FnOnce() -> L) -> (L, bool)
-    where
-        K: Clone,
-    {
-        let mut map = self.0.lock();
-        match map.get(key) {
-            Some(found) => (found.clone(), false),
-            None => (map.entry(key.clone()).or_insert_with(make).clone(), true),
-        }
-    }
-
-    fn remove_if(&self, key: &K, is: impl FnOnce(&L) -> bool) {
-        let mut map = self.0.lock();
-        let removed = map.get(key).is_some_and(is).then(|| map.remove(key));
-        drop(map);
-        drop(removed);
-    }
-
-    fn retain(&self, mut keep: impl FnMut(&L) -> bool) {
-        self.0.lock().retain(|_, load| keep(load));
     }
 }

@@ -6,6 +6,7 @@
 //! its leader ends without a value. An error, a panic and a dropped future all take that
 //! one path.
 
+use std::borrow::Borrow;
 use std::convert::Infallible;
 use std::future::Future;
 use std::hash::Hash;
@@ -17,21 +18,22 @@ use super::AdmissionCache;
 
 /// A leader's hold on its load: finishing stores the value and wakes the waiters; being
 /// dropped unfinished hands the load on.
-struct Leader<'a, K: Hash + Eq + Clone, V: Clone> {
+struct Leader<'a, K: Hash + Eq, V: Clone> {
     cache: &'a AdmissionCache<K, V>,
-    key: K,
     hash: u64,
     load: Arc<Load<V>>,
+    /// Whether the load is registered with the key's shard (see `Shard::begin_load`).
+    registered: bool,
     finished: bool,
 }
 
 /// What joining a load gave: a value, or the lead.
-enum Joined<'a, K: Hash + Eq + Clone, V: Clone> {
+enum Joined<'a, K: Hash + Eq, V: Clone> {
     Value(V),
     Lead(Leader<'a, K, V>),
 }
 
-impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
+impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// The value of `key`; on a miss, `make()` computes it, and it is stored if the policy
     /// admits it. Of all callers that miss on the same key at the same time, one runs its
     /// `make` and the others wait for its value (parked: this call can block for as long
@@ -54,12 +56,16 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
     /// use cuckoo_gate::AdmissionCache;
     ///
     /// let cache: AdmissionCache<u64, &str> = AdmissionCache::builder().capacity(100).build()?;
-    /// assert_eq!(cache.get_or_insert_with(1, || "computed"), "computed");
-    /// assert_eq!(cache.get_or_insert_with(1, || unreachable!()), "computed");
+    /// assert_eq!(cache.get_or_insert_with(&1, || "computed"), "computed");
+    /// assert_eq!(cache.get_or_insert_with(&1, || unreachable!()), "computed");
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     #[inline]
-    pub fn get_or_insert_with(&self, key: K, make: impl FnOnce() -> V) -> V {
+    pub fn get_or_insert_with<Q>(&self, key: &Q, make: impl FnOnce() -> V) -> V
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
+    {
         match self.try_get_or_insert_with(key, || Ok::<V, Infallible>(make())) {
             Ok(value) => value,
             Err(never) => match never {},
@@ -81,17 +87,21 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
     /// use cuckoo_gate::AdmissionCache;
     ///
     /// let cache: AdmissionCache<u64, u64> = AdmissionCache::builder().capacity(100).build()?;
-    /// assert_eq!(cache.try_get_or_insert_with(1, || Err("origin down")), Err("origin down"));
-    /// assert_eq!(cache.try_get_or_insert_with(1, || Ok::<_, &str>(10)), Ok(10));
+    /// assert_eq!(cache.try_get_or_insert_with(&1, || Err("origin down")), Err("origin down"));
+    /// assert_eq!(cache.try_get_or_insert_with(&1, || Ok::<_, &str>(10)), Ok(10));
     /// assert_eq!(cache.get(&1), Some(10));
     /// assert_eq!(cache.stats().load_failures, 1);
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     #[inline]
-    pub fn try_get_or_insert_with<E>(&self, key: K, make: impl FnOnce() -> Result<V, E>) -> Result<V, E> {
-        let hash = self.hasher.hash_one(&key);
+    pub fn try_get_or_insert_with<Q, E>(&self, key: &Q, make: impl FnOnce() -> Result<V, E>) -> Result<V, E>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
+    {
+        let hash = self.hasher.hash_one(key);
         // The hit inline, as a `get`'s; the miss out of line.
-        match self.get_hashed(hash, &key) {
+        match self.get_hashed(hash, key) {
             Some(value) => Ok(value),
             None => self.load_with(key, hash, make),
         }
@@ -100,11 +110,15 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
     /// [`try_get_or_insert_with`](Self::try_get_or_insert_with) after its miss: join the
     /// load of `key` (of `hash`), and lead it or wait for it.
     #[inline(never)]
-    fn load_with<E>(&self, key: K, hash: u64, make: impl FnOnce() -> Result<V, E>) -> Result<V, E> {
+    fn load_with<Q, E>(&self, key: &Q, hash: u64, make: impl FnOnce() -> Result<V, E>) -> Result<V, E>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
+    {
         let leader = loop {
-            let (load, lead) = self.loads.join(&key);
-            let waited = if lead { Waited::Lead } else { self.loads.wait(&key, &load) };
-            match self.joined(waited, &key, hash, load) {
+            let (load, lead) = self.loads.join(hash, key, Q::to_owned);
+            let waited = if lead { Waited::Lead } else { self.loads.wait(hash, &load) };
+            match self.joined(waited, key, hash, load) {
                 Some(Joined::Value(value)) => return Ok(value),
                 Some(Joined::Lead(leader)) => break leader,
                 None => continue,
@@ -136,13 +150,17 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
     /// let cache: AdmissionCache<u64, String> = AdmissionCache::builder().capacity(100).build()?;
     /// # let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
     /// # runtime.block_on(async {
-    /// let value = cache.get_or_insert_async(1, async { "fetched".to_string() }).await;
+    /// let value = cache.get_or_insert_async(&1, async { "fetched".to_string() }).await;
     /// assert_eq!(value, "fetched");
-    /// assert_eq!(cache.get_or_insert_async(1, async { unreachable!() }).await, "fetched");
+    /// assert_eq!(cache.get_or_insert_async(&1, async { unreachable!() }).await, "fetched");
     /// # });
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
-    pub async fn get_or_insert_async(&self, key: K, load: impl Future<Output = V>) -> V {
+    pub async fn get_or_insert_async<Q>(&self, key: &Q, load: impl Future<Output = V>) -> V
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
+    {
         let load = async { Ok::<V, Infallible>(load.await) };
         match self.try_get_or_insert_async(key, load).await {
             Ok(value) => value,
@@ -165,25 +183,29 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
     /// let cache: AdmissionCache<u64, u64> = AdmissionCache::builder().capacity(100).build()?;
     /// # let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
     /// # runtime.block_on(async {
-    /// let failed = cache.try_get_or_insert_async(1, async { Err("origin down") }).await;
+    /// let failed = cache.try_get_or_insert_async(&1, async { Err("origin down") }).await;
     /// assert_eq!(failed, Err("origin down"));
-    /// assert_eq!(cache.try_get_or_insert_async(1, async { Ok::<_, &str>(10) }).await, Ok(10));
+    /// assert_eq!(cache.try_get_or_insert_async(&1, async { Ok::<_, &str>(10) }).await, Ok(10));
     /// # });
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
-    pub async fn try_get_or_insert_async<E>(
+    pub async fn try_get_or_insert_async<Q, E>(
         &self,
-        key: K,
+        key: &Q,
         load: impl Future<Output = Result<V, E>>,
-    ) -> Result<V, E> {
-        let hash = self.hasher.hash_one(&key);
-        if let Some(value) = self.get_hashed(hash, &key) {
+    ) -> Result<V, E>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
+    {
+        let hash = self.hasher.hash_one(key);
+        if let Some(value) = self.get_hashed(hash, key) {
             return Ok(value);
         }
         let leader = loop {
-            let (joined, lead) = self.loads.join(&key);
-            let waited = if lead { Waited::Lead } else { self.loads.wait_async(&key, &joined).await };
-            match self.joined(waited, &key, hash, joined) {
+            let (joined, lead) = self.loads.join(hash, key, Q::to_owned);
+            let waited = if lead { Waited::Lead } else { self.loads.wait_async(hash, &joined).await };
+            match self.joined(waited, key, hash, joined) {
                 Some(Joined::Value(value)) => return Ok(value),
                 Some(Joined::Lead(leader)) => break leader,
                 None => continue,
@@ -194,21 +216,29 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
     }
 
     /// What a caller that joined `load` does next: returns the value it waited for; or,
-    /// leading, looks in the cache once more (a load that finished since this caller's miss
-    /// stored its value there) and finishes the load with what it finds, or takes the lead;
-    /// or `None` to join again.
-    fn joined(&self, waited: Waited, key: &K, hash: u64, load: Arc<Load<V>>) -> Option<Joined<'_, K, V>> {
+    /// leading, looks for the key once more under its shard's write lock (a load that
+    /// finished since this caller's miss stored its value there) and finishes the load
+    /// with what it finds, or registers the load with the shard and takes the lead; or
+    /// `None` to join again.
+    fn joined<Q>(&self, waited: Waited, key: &Q, hash: u64, load: Arc<Load<V>>) -> Option<Joined<'_, K, V>>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
+    {
         match waited {
             Waited::Value => Some(Joined::Value(load.value().clone())),
             Waited::Again => {
-                self.loads.forget(key, &load);
+                self.loads.forget(hash, &load);
                 None
             }
             Waited::Lead => {
-                let leader = Leader { cache: self, key: key.clone(), hash, load, finished: false };
-                Some(match self.peek_hashed(hash, key) {
+                let ticket = load.ticket();
+                let mut leader = Leader { cache: self, hash, load, registered: false, finished: false };
+                let found = self.shard(hash).write().begin_load(hash, key, ticket);
+                Some(match found {
                     Some(found) => Joined::Value(leader.finish_found(found)),
                     None => {
+                        leader.registered = true;
                         self.loads.counts.add(STARTED);
                         Joined::Lead(leader)
                     }
@@ -218,30 +248,31 @@ impl<K: Hash + Eq + Clone, V: Clone> AdmissionCache<K, V> {
     }
 }
 
-impl<K: Hash + Eq + Clone, V: Clone> Leader<'_, K, V> {
+impl<K: Hash + Eq, V: Clone> Leader<'_, K, V> {
     /// Stores the loaded `value` (see [`Load`]'s table) and hands it to the waiters.
     fn finish(mut self, value: V) -> V {
-        let cache = self.cache;
-        // User code first, with no lock held: the weigher and the clones.
-        let weight = cache.weigh(&self.key, &value);
-        let mut stored = Some((self.key.clone(), value.clone()));
+        let (cache, hash, ticket) = (self.cache, self.hash, self.load.ticket());
         let mut leftovers = cache.leftovers();
-        cache.loads.finish(&self.key, &self.load, value, || {
-            if let Some((key, value)) = stored.take() {
-                let write = Write {
-                    hash: self.hash,
-                    weight,
-                    replace: false,
-                    lifetime: None,
-                    gate: cache.gate.as_ref(),
-                    expiry: &cache.expiry,
-                };
-                leftovers.unkept = Some((key, value));
-                let _ = cache.shard(self.hash).write().insert(&write, &mut leftovers);
-            }
+        // The key moves from the map into the cache in one hold of the map's stripe, so
+        // that a caller that misses meanwhile finds the load. The weigher and the clone
+        // run first: if one panics, the load is still in the map, to be handed on.
+        cache.loads.with_slot(hash, &self.load, |slot| {
+            let weight = cache.weigh(&slot.get().key, &value);
+            let stored = value.clone();
+            let (slot, _) = slot.remove();
+            leftovers.unkept = Some((slot.key, stored));
+            let write = Write {
+                hash,
+                weight,
+                lifetime: None,
+                gate: cache.gate.as_ref(),
+                expiry: &cache.expiry,
+                load: Some(ticket),
+            };
+            let _ = cache.shard(hash).write().insert(&write, &mut leftovers);
         });
-        self.finished = true;
-        drop(stored);
+        (self.registered, self.finished) = (false, true);
+        cache.loads.publish(&self.load, value);
         cache.report(leftovers);
         self.load.value().clone()
     }
@@ -250,16 +281,20 @@ impl<K: Hash + Eq + Clone, V: Clone> Leader<'_, K, V> {
     /// load stored it: this caller is served by that load).
     fn finish_found(mut self, found: V) -> V {
         self.cache.loads.counts.add(COALESCED);
-        self.cache.loads.finish(&self.key, &self.load, found, || {});
+        self.cache.loads.forget(self.hash, &self.load);
         self.finished = true;
+        self.cache.loads.publish(&self.load, found);
         self.load.value().clone()
     }
 }
 
-impl<K: Hash + Eq + Clone, V: Clone> Drop for Leader<'_, K, V> {
+impl<K: Hash + Eq, V: Clone> Drop for Leader<'_, K, V> {
     fn drop(&mut self) {
         if !self.finished && !crate::primitive::failed_model() {
-            self.cache.loads.abandon(&self.key, &self.load);
+            if self.registered {
+                let _ = self.cache.shard(self.hash).write().end_load(self.hash, self.load.ticket());
+            }
+            self.cache.loads.abandon(self.hash, &self.load);
         }
     }
 }

@@ -9,6 +9,7 @@
 //! * `expiry.rs`: the clock, lifetimes and the column of deadlines.
 //! * `listener.rs`: why entries leave, and the listener told of it.
 //! * `load.rs`, `loader.rs`: coalesced loading.
+//! * `entry.rs`: the entry API, an atomic read-modify-write of one key.
 //!
 //! Each operation hashes its key once; the hash picks the shard, finds the entry in the
 //! shard's table and stands for the key in the gate or the shard's ghosts. Lookups take
@@ -22,6 +23,8 @@ mod metrics;
 #[cfg(all(feature = "metrics", feature = "foyer"))]
 pub(crate) use self::metrics::AdmissionMetrics;
 mod bloom;
+mod builder;
+mod entry;
 mod expiry;
 mod ghost;
 mod listener;
@@ -32,15 +35,17 @@ mod policy;
 mod shard;
 mod store;
 
+use std::borrow::Borrow;
 use std::fmt;
 use std::hash::Hash;
-use std::marker::PhantomData;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
+pub use self::builder::{AdmissionCacheBuilder, ASSUMED_MEAN_WEIGHT};
+pub use self::entry::{Computed, Entry, Op};
 use self::expiry::{ticks, Expiry};
 pub use self::expiry::{Clock, ManualClock};
 pub use self::listener::RemovalCause;
@@ -48,10 +53,8 @@ use self::listener::{report, Listener};
 use self::load::Loads;
 use self::lock::ShardLock;
 pub use self::policy::AdmissionPolicy;
-use self::policy::{Removed, SharedSplit};
+use self::policy::Removed;
 use self::shard::{Counters, Leftovers, Shard, Write};
-use crate::error::BuildError;
-use crate::filter::{random_seed, seeded_hasher};
 #[cfg(feature = "metrics")]
 use crate::gate::GateStats;
 use crate::gate::SeenBefore;
@@ -185,447 +188,7 @@ type Weigher<K, V> = Arc<dyn Fn(&K, &V) -> u32 + Send + Sync>;
 /// A shard behind its lock, alone on its cache lines.
 type ShardSlot<K, V> = CachePadded<ShardLock<Shard<K, V>>>;
 
-/// Configures an [`AdmissionCache`]. Made by [`AdmissionCache::builder`].
-#[must_use]
-pub struct AdmissionCacheBuilder<K, V> {
-    _types: PhantomData<fn() -> (K, V)>,
-    capacity: usize,
-    policy: AdmissionPolicy,
-    shards: Option<usize>,
-    gate_capacity: Option<usize>,
-    estimated_entries: Option<usize>,
-    weigher: Option<Weigher<K, V>>,
-    seed: Option<u64>,
-    time_to_live: Option<Duration>,
-    time_to_idle: Option<Duration>,
-    clock: Clock,
-    listener: Option<Listener<K, V>>,
-    #[cfg(feature = "metrics")]
-    metrics_name: Option<String>,
-}
-
-impl<K, V> Clone for AdmissionCacheBuilder<K, V> {
-    fn clone(&self) -> Self {
-        AdmissionCacheBuilder {
-            _types: PhantomData,
-            capacity: self.capacity,
-            policy: self.policy,
-            shards: self.shards,
-            gate_capacity: self.gate_capacity,
-            estimated_entries: self.estimated_entries,
-            weigher: self.weigher.clone(),
-            seed: self.seed,
-            time_to_live: self.time_to_live,
-            time_to_idle: self.time_to_idle,
-            clock: self.clock.clone(),
-            listener: self.listener.clone(),
-            #[cfg(feature = "metrics")]
-            metrics_name: self.metrics_name.clone(),
-        }
-    }
-}
-
-impl<K, V> fmt::Debug for AdmissionCacheBuilder<K, V> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AdmissionCacheBuilder")
-            .field("capacity", &self.capacity)
-            .field("policy", &self.policy)
-            .field("shards", &self.shards)
-            .field("gate_capacity", &self.gate_capacity)
-            .field("estimated_entries", &self.estimated_entries)
-            .field("weigher", &self.weigher.as_ref().map(|_| "Fn(&K, &V) -> u32"))
-            .field("seed", &self.seed)
-            .field("time_to_live", &self.time_to_live)
-            .field("time_to_idle", &self.time_to_idle)
-            .field("clock", &self.clock)
-            .field("listener", &self.listener.as_ref().map(|_| "Fn(K, V, RemovalCause)"))
-            .finish_non_exhaustive()
-    }
-}
-
-impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
-    /// Most entries held (required, at least 1); with a [`weigher`](Self::weigher), the
-    /// most total weight held.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let cache = cuckoo_gate::AdmissionCache::<u64, u64>::builder().capacity(1_000).build()?;
-    /// assert_eq!(cache.capacity(), 1_000);
-    /// # Ok::<(), cuckoo_gate::BuildError>(())
-    /// ```
-    pub fn capacity(mut self, capacity: usize) -> Self {
-        self.capacity = capacity;
-        self
-    }
-
-    /// The admission policy; default [`AdmissionPolicy::S3Fifo`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use cuckoo_gate::{Admission, AdmissionCache, AdmissionPolicy};
-    ///
-    /// let lru = AdmissionCache::builder().capacity(100).admission(AdmissionPolicy::Always).build()?;
-    /// assert_eq!(lru.insert(1, "one"), Admission::Admitted); // no gate: stored at first sight
-    /// # Ok::<(), cuckoo_gate::BuildError>(())
-    /// ```
-    pub fn admission(mut self, policy: AdmissionPolicy) -> Self {
-        self.policy = policy;
-        self
-    }
-
-    /// Number of shards (any count from 1 to the capacity, at most [`MAX_SHARDS`]). 1
-    /// gives one global order (an exact LRU under [`AdmissionPolicy::Always`]); the
-    /// default is 16 per available core, which keeps lock contention low, but no more
-    /// than one per 256 entries (estimated entries under a weigher). Each shard holds an
-    /// equal share of the capacity.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use cuckoo_gate::{AdmissionCache, BuildError};
-    ///
-    /// assert!(AdmissionCache::<u64, u64>::builder().capacity(100).shards(1).build().is_ok());
-    /// let too_many = AdmissionCache::<u64, u64>::builder().capacity(100).shards(101).build();
-    /// assert!(matches!(too_many, Err(BuildError::InvalidShards { .. })));
-    /// ```
-    pub fn shards(mut self, shards: usize) -> Self {
-        self.shards = Some(shards);
-        self
-    }
-
-    /// Weighs entries: the cache then holds at most [`capacity`](Self::capacity) total
-    /// weight instead of that many entries (an entry weighing 0 counts as 1). Give
-    /// [`estimated_entries`](Self::estimated_entries) too, which sizes the gate.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use cuckoo_gate::{Admission, AdmissionCache};
-    ///
-    /// let cache: AdmissionCache<u64, Vec<u8>> = AdmissionCache::builder()
-    ///     .capacity(1 << 20) // 1 MiB of values
-    ///     .weigher(|_key, value: &Vec<u8>| value.len() as u32)
-    ///     .estimated_entries(1_000)
-    ///     .shards(1)
-    ///     .build()?;
-    /// cache.insert(1, vec![0; 4096]);
-    /// assert_eq!(cache.weight(), 4096);
-    /// assert_eq!(cache.insert(2, vec![0; 2 << 20]), Admission::TooHeavy);
-    /// # Ok::<(), cuckoo_gate::BuildError>(())
-    /// ```
-    pub fn weigher(mut self, weigher: impl Fn(&K, &V) -> u32 + Send + Sync + 'static) -> Self {
-        self.weigher = Some(Arc::new(weigher));
-        self
-    }
-
-    /// About how many entries the cache will hold; the gate is sized from it. Required
-    /// with a [`weigher`](Self::weigher); without one it is the capacity.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use cuckoo_gate::{AdmissionCache, BuildError};
-    ///
-    /// let weighed = AdmissionCache::<u64, Vec<u8>>::builder().capacity(1 << 20);
-    /// let weighed = weighed.weigher(|_key, value| value.len() as u32);
-    /// assert_eq!(weighed.clone().build().unwrap_err(), BuildError::EstimatedEntriesRequired);
-    /// assert!(weighed.estimated_entries(256).build().is_ok()); // values of about 4 KiB
-    /// ```
-    pub fn estimated_entries(mut self, entries: usize) -> Self {
-        self.estimated_entries = Some(entries);
-        self
-    }
-
-    /// Keys the seen-before gate remembers per generation (it remembers each for at least
-    /// this many later recordings), or under [`AdmissionPolicy::S3Fifo`] the ghosts, split
-    /// over the shards. Defaults: [`DEFAULT_GATE_MULTIPLIER`] entries per cache entry under
-    /// [`AdmissionPolicy::SecondHit`]; under S3-FIFO 0.9 per entry, the size of the ghost
-    /// queue in S3-FIFO's paper, so that every key that queue would remember is remembered;
-    /// unused under [`AdmissionPolicy::Always`]. Fewer ghosts than the default also hold
-    /// S3-FIFO's small queue back: it grows only on misses on ghosts.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use cuckoo_gate::{AdmissionCache, AdmissionPolicy};
-    ///
-    /// let second_hit = AdmissionCache::<u64, u64>::builder().admission(AdmissionPolicy::SecondHit);
-    /// let cache = second_hit.capacity(1_000).gate_capacity(50_000).build()?;
-    /// assert_eq!(cache.gate().map(|gate| gate.stats().capacity), Some(50_000));
-    /// # Ok::<(), cuckoo_gate::BuildError>(())
-    /// ```
-    pub fn gate_capacity(mut self, keys: usize) -> Self {
-        self.gate_capacity = Some(keys);
-        self
-    }
-
-    /// Fixes the hash seeds (reproducible runs); random by default.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let build = || cuckoo_gate::AdmissionCache::<u64, u64>::builder().capacity(100).seed(7).build();
-    /// let (a, b) = (build()?, build()?);
-    /// (0..1_000).for_each(|k| assert_eq!(a.insert(k, k), b.insert(k, k))); // same decisions
-    /// # Ok::<(), cuckoo_gate::BuildError>(())
-    /// ```
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = Some(seed);
-        self
-    }
-
-    /// Entries expire this long after they were written (inserted, or their value
-    /// replaced), unless [`insert_with_ttl`](AdmissionCache::insert_with_ttl) gave them a
-    /// lifetime of their own. An expired entry is never returned and its lookup is a miss;
-    /// writes reclaim expired entries as they go (eviction takes them first), and
-    /// [`purge_expired`](AdmissionCache::purge_expired) reclaims them all. Time is the
-    /// system's coarse monotonic clock (see [`Clock`]): an entry may outlive its deadline
-    /// by up to a few milliseconds in memory, never in what lookups return.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use cuckoo_gate::{AdmissionCache, Clock};
-    ///
-    /// let (clock, hand) = Clock::manual();
-    /// let cache: AdmissionCache<&str, u32> =
-    ///     AdmissionCache::builder().capacity(100).time_to_live(Duration::from_secs(30)).clock(clock).build()?;
-    /// cache.insert("login", 7);
-    /// hand.advance(Duration::from_secs(30));
-    /// assert_eq!(cache.get(&"login"), None);
-    /// assert_eq!(cache.stats().expirations, 0); // found expired, not yet reclaimed
-    /// cache.purge_expired();
-    /// assert_eq!(cache.stats().expirations, 1);
-    /// # Ok::<(), cuckoo_gate::BuildError>(())
-    /// ```
-    pub fn time_to_live(mut self, ttl: Duration) -> Self {
-        self.time_to_live = Some(ttl);
-        self
-    }
-
-    /// Entries expire this long after they were last written or hit
-    /// ([`get`](AdmissionCache::get) and the loading methods; [`peek`](AdmissionCache::peek)
-    /// and [`contains_key`](AdmissionCache::contains_key) are not uses), and never later
-    /// than their time to live, if they have one. A hit moves the deadline on only when it
-    /// would move by more than 1/64 of the idle time, so that a hot entry's memory is not
-    /// written on every hit: an entry may expire up to that much early.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use cuckoo_gate::{AdmissionCache, Clock};
-    ///
-    /// let (clock, hand) = Clock::manual();
-    /// let cache: AdmissionCache<u64, u64> =
-    ///     AdmissionCache::builder().capacity(100).time_to_idle(Duration::from_secs(10)).clock(clock).build()?;
-    /// cache.insert(1, 1);
-    /// for _ in 0..5 {
-    ///     hand.advance(Duration::from_secs(9));
-    ///     assert_eq!(cache.get(&1), Some(1)); // each hit gives it another 10 s
-    /// }
-    /// hand.advance(Duration::from_secs(10));
-    /// assert_eq!(cache.get(&1), None);
-    /// # Ok::<(), cuckoo_gate::BuildError>(())
-    /// ```
-    pub fn time_to_idle(mut self, tti: Duration) -> Self {
-        self.time_to_idle = Some(tti);
-        self
-    }
-
-    /// The clock expiry is measured by; default [`Clock::system`]. Tests give a
-    /// [`Clock::manual`] and move it by hand.
-    pub fn clock(mut self, clock: Clock) -> Self {
-        self.clock = clock;
-        self
-    }
-
-    /// Tells `listener` of every entry that leaves the cache, with why (see
-    /// [`RemovalCause`]): each exactly once, after the shard's lock is released, on the
-    /// thread whose call removed it. Entries the policy never stored (a rejected first
-    /// sighting, a [`TooHeavy`](Admission::TooHeavy) value) never entered, and are not
-    /// reported. A listener that panics fails the call it ran in; the other entries that
-    /// call removed are still reported. The listener must not block for long: the call
-    /// that removed the entry waits for it.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::{Arc, Mutex};
-    /// use cuckoo_gate::{AdmissionCache, AdmissionPolicy, RemovalCause};
-    ///
-    /// let told = Arc::new(Mutex::new(Vec::new()));
-    /// let log = told.clone();
-    /// let cache: AdmissionCache<u64, &str> = AdmissionCache::builder()
-    ///     .capacity(1)
-    ///     .admission(AdmissionPolicy::Always)
-    ///     .eviction_listener(move |key, value, cause| log.lock().unwrap().push((key, value, cause)))
-    ///     .build()?;
-    /// let _ = cache.insert(1, "one");
-    /// let _ = cache.insert(1, "uno");
-    /// let _ = cache.insert(2, "two");
-    /// cache.remove(&2);
-    /// assert_eq!(*told.lock().unwrap(), [
-    ///     (1, "one", RemovalCause::Replaced),
-    ///     (1, "uno", RemovalCause::Evicted),
-    ///     (2, "two", RemovalCause::Removed),
-    /// ]);
-    /// # Ok::<(), cuckoo_gate::BuildError>(())
-    /// ```
-    pub fn eviction_listener(
-        mut self,
-        listener: impl Fn(K, V, RemovalCause) + Send + Sync + 'static,
-    ) -> Self {
-        self.listener = Some(Arc::new(listener));
-        self
-    }
-
-    /// Publishes this cache's metrics (feature `metrics`) under the label
-    /// `name="<name>"`, each time [`AdmissionCache::publish_metrics`] is called, to the
-    /// recorder installed then. One live instance holds a name at a time.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use cuckoo_gate::{AdmissionCache, BuildError};
-    ///
-    /// let recorder = metrics_util::debugging::DebuggingRecorder::new(); // or a Prometheus exporter
-    /// let builder = AdmissionCache::<u64, u64>::builder().capacity(100).metrics_name("edge");
-    /// let cache = builder.clone().build()?;
-    /// metrics::with_local_recorder(&recorder, || cache.publish_metrics());
-    /// assert_eq!(recorder.snapshotter().snapshot().into_vec().len(), 15); // the cache's series
-    /// assert!(matches!(builder.build(), Err(BuildError::MetricsNameTaken { .. })));
-    /// # Ok::<(), cuckoo_gate::BuildError>(())
-    /// ```
-    #[cfg(feature = "metrics")]
-    pub fn metrics_name(mut self, name: impl Into<String>) -> Self {
-        self.metrics_name = Some(name.into());
-        self
-    }
-
-    /// Builds the cache.
-    ///
-    /// # Errors
-    ///
-    /// [`BuildError::ZeroCapacity`] for a zero capacity or gate capacity,
-    /// [`BuildError::MetricsNameTaken`] for a `metrics_name` a live cache publishes under,
-    /// [`BuildError::InvalidShards`] for zero shards, more shards than the capacity or
-    /// more than [`MAX_SHARDS`], [`BuildError::EstimatedEntriesRequired`] for a weigher
-    /// without an estimate, the gate's own errors, and under S3-FIFO
-    /// [`BuildError::CapacityTooLarge`] or [`BuildError::OutOfMemory`] for ghosts (or
-    /// estimated entries) too many to allocate.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use cuckoo_gate::{AdmissionCache, BuildError};
-    ///
-    /// let zero = AdmissionCache::<u64, u64>::builder().build();
-    /// assert_eq!(zero.unwrap_err(), BuildError::ZeroCapacity);
-    /// let one_order = AdmissionCache::<u64, u64>::builder().capacity(10).shards(1).build();
-    /// assert!(one_order.is_ok());
-    /// ```
-    pub fn build(self) -> Result<AdmissionCache<K, V>, BuildError> {
-        if self.capacity == 0 {
-            return Err(BuildError::ZeroCapacity);
-        }
-        let entries = match (&self.weigher, self.estimated_entries) {
-            (_, Some(0)) => return Err(BuildError::ZeroCapacity),
-            (_, Some(entries)) => entries,
-            (None, None) => self.capacity,
-            (Some(_), None) => return Err(BuildError::EstimatedEntriesRequired),
-        };
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let shards = self.shards.unwrap_or_else(|| {
-            let most = (entries / MIN_SHARD_ENTRIES).min(self.capacity).min(MAX_SHARDS);
-            let most = if self.weigher.is_some() { most.min(WEIGHTED_SHARDS) } else { most };
-            cores.saturating_mul(SHARDS_PER_CORE).min(most).max(1)
-        });
-        if shards == 0 || shards > self.capacity || shards > MAX_SHARDS {
-            return Err(BuildError::InvalidShards { shards, capacity: self.capacity });
-        }
-        let gate_capacity = match (self.policy, self.gate_capacity) {
-            (_, Some(keys)) => keys,
-            (AdmissionPolicy::Always, None) => 1,
-            (AdmissionPolicy::SecondHit, None) => entries.saturating_mul(DEFAULT_GATE_MULTIPLIER),
-            (AdmissionPolicy::S3Fifo, None) => policy::default_ghost_capacity(entries),
-        };
-        if gate_capacity == 0 {
-            return Err(BuildError::ZeroCapacity);
-        }
-        let gate = match self.policy {
-            AdmissionPolicy::SecondHit => {
-                let gate = SeenBefore::builder().capacity(gate_capacity);
-                Some(match self.seed {
-                    Some(seed) => gate.seed(seed).build()?,
-                    None => gate.build()?,
-                })
-            }
-            _ => None,
-        };
-        let hasher = match &gate {
-            Some(gate) => gate.hasher().clone(),
-            None => seeded_hasher(self.seed.unwrap_or_else(random_seed)),
-        };
-        let capacity = self.capacity as u64;
-        let split = match self.policy {
-            AdmissionPolicy::S3Fifo => Some(Arc::new(SharedSplit::new(capacity, entries)?)),
-            _ => None,
-        };
-        let shards: Box<[_]> = (0..shards as u64)
-            .map(|i| {
-                // Split exactly: the first `total % shards` shards get one more.
-                let share = |total: u64| total / shards as u64 + u64::from(i < total % shards as u64);
-                let (entries, ghosts) =
-                    (share(entries as u64) as usize, share(gate_capacity as u64) as usize);
-                let weighted = self.weigher.is_some();
-                let shard =
-                    Shard::new(self.policy, share(capacity), entries, ghosts, split.clone(), weighted)?;
-                Ok(CachePadded::new(ShardLock::new(shard)))
-            })
-            .collect::<Result<_, BuildError>>()?;
-        let stripes = (2 * cores).next_power_of_two().min(256);
-        Ok(AdmissionCache {
-            shards,
-            gate,
-            loads: Loads::new(hasher.clone(), stripes),
-            hasher,
-            policy: self.policy,
-            capacity,
-            weigher: self.weigher,
-            misses: Tally::new(stripes),
-            expiry: Expiry::new(self.clock, self.time_to_live, self.time_to_idle),
-            listener: self.listener,
-            #[cfg(feature = "metrics")]
-            metrics: self.metrics_name.as_deref().map(metrics::CacheMetrics::new).transpose()?,
-        })
-    }
-}
-
 impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
-    /// A builder; set at least [`AdmissionCacheBuilder::capacity`].
-    pub fn builder() -> AdmissionCacheBuilder<K, V> {
-        AdmissionCacheBuilder {
-            _types: PhantomData,
-            capacity: 0,
-            policy: AdmissionPolicy::default(),
-            shards: None,
-            gate_capacity: None,
-            estimated_entries: None,
-            weigher: None,
-            seed: None,
-            time_to_live: None,
-            time_to_idle: None,
-            clock: Clock::system(),
-            listener: None,
-            #[cfg(feature = "metrics")]
-            metrics_name: None,
-        }
-    }
-
     #[inline]
     fn shard(&self, hash: u64) -> &ShardLock<Shard<K, V>> {
         // The low half picks the shard: the table inside uses the top bits for its tags.
@@ -648,13 +211,21 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     #[inline]
-    pub fn get(&self, key: &K) -> Option<V> {
+    pub fn get<Q>(&self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
         self.get_hashed(self.hasher.hash_one(key), key)
     }
 
     /// [`get`](Self::get) of a key whose hash is known. An expired entry is a miss.
     #[inline(always)]
-    fn get_hashed(&self, hash: u64, key: &K) -> Option<V> {
+    fn get_hashed<Q>(&self, hash: u64, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
         let shard = self.shard(hash);
         let found = match self.policy {
             AdmissionPolicy::Always => {
@@ -735,10 +306,10 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         let write = Write {
             hash,
             weight: self.weigh(&key, &value),
-            replace: true,
             lifetime,
             gate: self.gate.as_ref(),
             expiry: &self.expiry,
+            load: None,
         };
         let mut leftovers = self.leftovers();
         leftovers.unkept = Some((key, value));
@@ -787,11 +358,12 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// assert_eq!((cache.stats().hits, cache.stats().misses), (0, 0));
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
-    pub fn peek(&self, key: &K) -> Option<V> {
-        self.peek_hashed(self.hasher.hash_one(key), key)
-    }
-
-    fn peek_hashed(&self, hash: u64, key: &K) -> Option<V> {
+    pub fn peek<Q>(&self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        let hash = self.hasher.hash_one(key);
         self.shard(hash).read().peek(hash, key)
     }
 
@@ -808,7 +380,11 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// assert!(cache.contains_key(&1) && !cache.contains_key(&2));
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
-    pub fn contains_key(&self, key: &K) -> bool {
+    pub fn contains_key<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
         let hash = self.hasher.hash_one(key);
         self.shard(hash).read().contains(hash, key)
     }
@@ -829,9 +405,12 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// assert!(cache.is_empty());
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
-    pub fn remove(&self, key: &K) -> Option<V> {
+    pub fn remove<Q>(&self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
         let hash = self.hasher.hash_one(key);
-        self.loads.invalidate(key);
         let (key, value, cause) = self.shard(hash).write().remove(hash, key, &self.expiry)?;
         // An expired value is not the caller's, but the listener is told of it.
         let removed = cause == RemovalCause::Removed;
@@ -864,7 +443,6 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     pub fn clear(&self) {
-        self.loads.invalidate_all();
         let mut panic = None;
         for shard in self.shards.iter() {
             let held = shard.write().clear();
@@ -996,6 +574,42 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// Most entries held, or most total weight with a weigher.
     pub fn capacity(&self) -> u64 {
         self.capacity
+    }
+
+    /// The number of shards: each holds an equal share of the capacity (see
+    /// [`AdmissionCacheBuilder::shards`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::AdmissionCache;
+    ///
+    /// let cache: AdmissionCache<u64, u64> = AdmissionCache::builder().capacity(1_000).shards(4).build()?;
+    /// assert_eq!((cache.shards(), cache.max_weight()), (4, 250));
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub fn shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The most an entry may weigh: the capacity of the smallest shard (the capacity
+    /// divided by the shard count, rounded down). A heavier entry is not stored
+    /// ([`Admission::TooHeavy`]). Without a weigher every entry weighs 1.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::{Admission, AdmissionCache};
+    ///
+    /// let cache: AdmissionCache<u64, Vec<u8>> =
+    ///     AdmissionCache::builder().capacity(1 << 20).weigher(|_, value: &Vec<u8>| value.len() as u32).build()?;
+    /// let most = cache.max_weight() as usize;
+    /// assert_eq!(cache.insert(1, vec![0; most]), Admission::Admitted);
+    /// assert_eq!(cache.insert(2, vec![0; most + 1]), Admission::TooHeavy);
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub fn max_weight(&self) -> u64 {
+        self.capacity / self.shards.len() as u64
     }
 
     /// The admission policy.

@@ -322,6 +322,16 @@ impl Policy {
         }
     }
 
+    /// Where a key stored by name (a compute, not subject to admission) goes: where S3-FIFO
+    /// puts a missed key, or main.
+    #[inline]
+    pub(crate) fn place<K, V>(&mut self, store: &Store<K, V>, hash: u64, weight: u32) -> Queue {
+        match &mut self.s3fifo {
+            Some(s3fifo) => s3fifo.admit(store, hash, weight, self.capacity).unwrap_or(Queue::Main),
+            None => Queue::Main,
+        }
+    }
+
     /// Evicts until the shard holds at most its capacity, sparing `spare` (an entry just
     /// stored) while anything else can go. An entry expired at `now` that eviction comes
     /// to leaves first, whatever its requests, and is not remembered as evicted.

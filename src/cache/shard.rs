@@ -8,14 +8,17 @@
 //! back, with why they left, to be told to the listener and dropped after the lock is
 //! released.
 
+use std::borrow::Borrow;
 use std::hash::Hash;
 use std::sync::Arc;
+
+use hashbrown::HashTable;
 
 use super::expiry::{Expiry, NEVER};
 use super::listener::RemovalCause;
 use super::policy::{Policy, Removed, SharedSplit, MAX_FREQ};
 use super::store::{Queue, Store};
-use super::{Admission, AdmissionPolicy};
+use super::{Admission, AdmissionPolicy, Op};
 use crate::error::BuildError;
 #[cfg(feature = "metrics")]
 use crate::gate::GateStats;
@@ -34,6 +37,19 @@ pub(crate) struct Shard<K, V> {
     store: Store<K, V>,
     policy: Policy,
     pub(crate) counters: Counters,
+    /// Loads in flight for this shard's keys (see [`Pending`]); empty but while one runs.
+    loading: HashTable<Pending>,
+}
+
+/// A load in flight, from the moment its leader looked for the key under the write lock
+/// to the moment it stores its value. A write to the key in between (an insert, a
+/// compute, a remove, a clear) marks it `written`, and the load's value is then not
+/// stored: what the write did stands.
+struct Pending {
+    hash: u64,
+    /// The load's identity (the address of its shared state, unique among live loads).
+    ticket: usize,
+    written: bool,
 }
 
 /// What a write leaves to report and drop once the lock is released.
@@ -58,12 +74,28 @@ impl<K, V> Leftovers<K, V> {
 pub(crate) struct Write<'a> {
     pub(crate) hash: u64,
     pub(crate) weight: u32,
-    /// Whether a present value is replaced (an insert) or kept (a load's store).
-    pub(crate) replace: bool,
     /// The entry's own time to live, in ticks; the cache's default if `None`.
     pub(crate) lifetime: Option<u64>,
     pub(crate) gate: Option<&'a SeenBefore>,
     pub(crate) expiry: &'a Expiry,
+    /// The load this write stores the value of ([`Shard::begin_load`]'s ticket): stored
+    /// only if no write to the key came since the load began.
+    pub(crate) load: Option<usize>,
+}
+
+/// What a compute did (see [`Shard::compute`]).
+pub(crate) enum Outcome<K, V> {
+    /// Nothing changed.
+    Kept,
+    /// The key was absent; the value is stored.
+    Inserted,
+    /// The value replaced this one.
+    Updated(V),
+    /// The key was removed.
+    Removed(K, V),
+    /// The value weighs more than the shard holds: not stored (handed back here when the
+    /// key was present, and removed).
+    TooHeavy(Option<V>),
 }
 
 impl<K: Hash + Eq, V: Clone> Shard<K, V> {
@@ -84,6 +116,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             store: Store::expecting(entries, weighted),
             policy: Policy::new(policy, capacity, ghosts, split)?,
             counters: Counters::default(),
+            loading: HashTable::new(),
         })
     }
 
@@ -104,7 +137,10 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     /// The index of `key`'s entry, unless it has expired; a `hit` moves an idle deadline
     /// on. The clock is read only in a store that has deadlines.
     #[inline]
-    fn find_live(&self, hash: u64, key: &K, hit: bool) -> Option<u32> {
+    fn find_live<Q: ?Sized + Eq>(&self, hash: u64, key: &Q, hit: bool) -> Option<u32>
+    where
+        K: Borrow<Q>,
+    {
         let index = self.store.find(hash, key)?;
         match self.store.deadlines() {
             Some(deadlines) if !deadlines.live(index, hit) => None,
@@ -115,7 +151,10 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     /// A lookup under the read lock: a hit counts the request on the entry. An expired
     /// entry is a miss; the clock is read only in a store that has deadlines.
     #[inline(always)]
-    pub(crate) fn get(&self, hash: u64, key: &K) -> Option<V> {
+    pub(crate) fn get<Q: ?Sized + Eq>(&self, hash: u64, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+    {
         let entry = self.store.find_entry(hash, key)?;
         if let Some(deadlines) = self.store.deadlines() {
             // The lookup of a cache without deadlines stays straight.
@@ -130,25 +169,45 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
 
     /// A lookup that is not a request: the entry's order, frequency and idle time stay
     /// as they are.
-    pub(crate) fn peek(&self, hash: u64, key: &K) -> Option<V> {
+    pub(crate) fn peek<Q: ?Sized + Eq>(&self, hash: u64, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+    {
         Some(self.store.entry(self.find_live(hash, key, false)?).value.clone())
     }
 
     /// Whether `key` is held (and not expired); not a request.
-    pub(crate) fn contains(&self, hash: u64, key: &K) -> bool {
+    pub(crate) fn contains<Q: ?Sized + Eq>(&self, hash: u64, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+    {
         self.find_live(hash, key, false).is_some()
     }
 
     /// A lookup under the write lock, for LRU: a hit becomes most recently used.
-    pub(crate) fn get_mut(&mut self, hash: u64, key: &K) -> Option<V> {
+    pub(crate) fn get_mut<Q: ?Sized + Eq>(&mut self, hash: u64, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+    {
         let index = self.find_live(hash, key, true)?;
         self.store.requeue(index, Queue::Main);
         Some(self.store.entry(index).value.clone())
     }
 
     /// Removes `key`, returning its entry, with why: removed, or expired (a value the
-    /// caller does not get).
-    pub(crate) fn remove(&mut self, hash: u64, key: &K, expiry: &Expiry) -> Option<(K, V, RemovalCause)> {
+    /// caller does not get). A load of the key in flight will not store its value.
+    pub(crate) fn remove<Q: ?Sized + Eq>(
+        &mut self,
+        hash: u64,
+        key: &Q,
+        expiry: &Expiry,
+    ) -> Option<(K, V, RemovalCause)>
+    where
+        K: Borrow<Q>,
+    {
+        if !crate::broken::REMOVE_IGNORES_LOAD {
+            self.written(hash);
+        }
         let index = self.store.find(hash, key)?;
         let expired = self.store.deadlines().is_some() && self.store.expired(index, expiry.clock.now());
         let entry = self.store.remove(index);
@@ -167,6 +226,16 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     #[inline]
     pub(crate) fn insert(&mut self, write: &Write<'_>, out: &mut Leftovers<K, V>) -> Admission {
         let (hash, weight) = (write.hash, write.weight);
+        // A user's insert replaces a present value; a load's store keeps it, and stores
+        // nothing if the key was written since the load began.
+        let replace = match write.load {
+            None => {
+                self.written(hash);
+                true
+            }
+            Some(ticket) if self.end_load(hash, ticket) => return Admission::Updated,
+            Some(_) => false,
+        };
         let before = (out.removed.evicted, out.removed.expired);
         let timed = self.store.deadlines().is_some() || write.lifetime.is_some() || write.expiry.by_default();
         let (now, lifetime) = match timed {
@@ -188,7 +257,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             found = None;
         }
         let (admission, spare) = match found {
-            Some(_) if !write.replace => {
+            Some(_) if !replace => {
                 out.unkept = Some((key, value));
                 return Admission::Updated;
             }
@@ -202,19 +271,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 (Admission::TooHeavy, None)
             }
             Some(index) => {
-                let reweighed = self.store.weight_of(index) != weight;
-                let entry = self.store.entry_mut(index);
-                let old = std::mem::replace(&mut entry.value, value);
-                match self.policy.kind {
-                    AdmissionPolicy::Always => self.store.requeue(index, Queue::Main),
-                    _ => entry.touch(MAX_FREQ),
-                }
-                if reweighed {
-                    self.store.reweigh(index, weight);
-                }
-                if timed {
-                    self.store.set_deadline(index, now, lifetime, write.expiry);
-                }
+                let old = self.update(index, value, weight, now, lifetime, timed, write.expiry);
                 out.removed.push((key, old), RemovalCause::Replaced);
                 (Admission::Updated, Some(index))
             }
@@ -239,13 +296,58 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 }
             },
         };
+        self.settle(before, now, timed, spare, write.gate, out);
+        admission
+    }
+
+    /// Gives the entry at `index` its new `value` of `weight`, written at `now` to live
+    /// `lifetime` ticks (if `timed`), as a request on it; returns the old value.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn update(
+        &mut self,
+        index: u32,
+        value: V,
+        weight: u32,
+        now: u64,
+        lifetime: u64,
+        timed: bool,
+        expiry: &Expiry,
+    ) -> V {
+        let reweighed = self.store.weight_of(index) != weight;
+        let entry = self.store.entry_mut(index);
+        let old = std::mem::replace(&mut entry.value, value);
+        match self.policy.kind {
+            AdmissionPolicy::Always => self.store.requeue(index, Queue::Main),
+            _ => entry.touch(MAX_FREQ),
+        }
+        if reweighed {
+            self.store.reweigh(index, weight);
+        }
+        if timed {
+            self.store.set_deadline(index, now, lifetime, expiry);
+        }
+        old
+    }
+
+    /// A write's last steps: reclaims a few expired entries (if `timed`) and evicts down
+    /// to the capacity, sparing `spare`, and counts what left since `before`.
+    #[inline(always)]
+    fn settle(
+        &mut self,
+        before: (usize, usize),
+        now: u64,
+        timed: bool,
+        spare: Option<u32>,
+        gate: Option<&SeenBefore>,
+        out: &mut Leftovers<K, V>,
+    ) {
         if timed {
             self.reclaim(now, spare, out);
         }
-        self.policy.evict(&mut self.store, spare, write.gate, now, &mut out.removed);
+        self.policy.evict(&mut self.store, spare, gate, now, &mut out.removed);
         self.counters.evictions += (out.removed.evicted - before.0) as u64;
         self.counters.expirations += (out.removed.expired - before.1) as u64;
-        admission
     }
 
     /// Reclaims what expired at `now` among the few slots a write looks at, sparing
@@ -316,9 +418,129 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         }
     }
 
+    /// A leader begins its load of `key` (of `hash`, the load's `ticket`): the live value
+    /// if the key is held now (another caller's load stored it since this caller missed),
+    /// or else the load is registered, and a write to the key from now on marks it.
+    pub(crate) fn begin_load<Q: ?Sized + Eq>(&mut self, hash: u64, key: &Q, ticket: usize) -> Option<V>
+    where
+        K: Borrow<Q>,
+    {
+        if let Some(index) = self.find_live(hash, key, false) {
+            return Some(self.store.entry(index).value.clone());
+        }
+        match self.loading.find_mut(hash, |p| p.ticket == ticket) {
+            // A load handed to a new leader starts again.
+            Some(pending) => pending.written = false,
+            None => {
+                _ = self.loading.insert_unique(hash, Pending { hash, ticket, written: false }, |p| p.hash)
+            }
+        }
+        None
+    }
+
+    /// The load of `ticket` ends: whether the key was written since it began.
+    pub(crate) fn end_load(&mut self, hash: u64, ticket: usize) -> bool {
+        match self.loading.find_entry(hash, |p| p.ticket == ticket) {
+            Ok(pending) => pending.remove().0.written,
+            // Never registered (it found the key held), or cleared away.
+            Err(_) => true,
+        }
+    }
+
+    /// A write to the key of `hash`: loads in flight for it will not store their values.
+    #[inline(always)]
+    fn written(&mut self, hash: u64) {
+        if !self.loading.is_empty() {
+            self.mark_written(hash);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn mark_written(&mut self, hash: u64) {
+        // Keys of equal hashes are marked together: at worst a load is not stored.
+        self.loading.iter_hash_mut(hash).filter(|p| p.hash == hash).for_each(|p| p.written = true);
+    }
+
+    /// An atomic read-modify-write of `key` (of `hash`): `decide` sees its live value and
+    /// says what becomes of it; `weigh` weighs a new value. Both run under the write lock,
+    /// before anything changes. A stored value is not subject to admission (the caller
+    /// asked for it by name) and lives for the cache's time to live; a new key is placed
+    /// as the policy places a new key, and eviction spares it. Loads of the key in flight
+    /// will not store their values, whatever `decide` says.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn compute<Q: ?Sized + Eq>(
+        &mut self,
+        hash: u64,
+        key: &Q,
+        make_key: impl FnOnce(&Q) -> K,
+        decide: impl FnOnce(Option<&V>) -> Op<V>,
+        weigh: impl FnOnce(&K, &V) -> u32,
+        write: &Write<'_>,
+        out: &mut Leftovers<K, V>,
+    ) -> Outcome<K, V>
+    where
+        K: Borrow<Q>,
+    {
+        if !crate::broken::COMPUTE_IGNORES_LOAD {
+            self.written(hash);
+        }
+        let before = (out.removed.evicted, out.removed.expired);
+        let timed = self.store.deadlines().is_some() || write.expiry.by_default();
+        let now = if timed { write.expiry.clock.now() } else { 0 };
+        let mut found = self.store.find(hash, key);
+        if let Some(index) = found.filter(|&index| timed && self.store.expired(index, now)) {
+            let old = self.store.remove(index);
+            out.removed.push((old.key, old.value), RemovalCause::Expired);
+            self.counters.expirations += 1;
+            found = None;
+        }
+        let value = match (decide(found.map(|index| &self.store.entry(index).value)), found) {
+            (Op::Keep, _) | (Op::Remove, None) => return Outcome::Kept,
+            (Op::Remove, Some(index)) => {
+                let old = self.store.remove(index);
+                return Outcome::Removed(old.key, old.value);
+            }
+            (Op::Put(value), _) => value,
+        };
+        let (outcome, spare) = match found {
+            Some(index) => {
+                let weight = weigh(&self.store.entry(index).key, &value).max(1);
+                if u64::from(weight) > self.policy.capacity {
+                    // As an insert's: the key leaves rather than keep a replaced value.
+                    let old = self.store.remove(index);
+                    out.removed.push((old.key, old.value), RemovalCause::Replaced);
+                    self.counters.rejected += 1;
+                    return Outcome::TooHeavy(Some(value));
+                }
+                let old = self.update(index, value, weight, now, write.expiry.ttl, timed, write.expiry);
+                (Outcome::Updated(old), index)
+            }
+            None => {
+                let key = make_key(key);
+                let weight = weigh(&key, &value).max(1);
+                if u64::from(weight) > self.policy.capacity {
+                    out.unkept = Some((key, value));
+                    self.counters.rejected += 1;
+                    return Outcome::TooHeavy(None);
+                }
+                let queue = self.policy.place(&self.store, hash, weight);
+                let index = self.store.insert(key, value, hash, weight, queue);
+                if timed {
+                    self.store.set_deadline(index, now, write.expiry.ttl, write.expiry);
+                }
+                self.counters.admitted += 1;
+                (Outcome::Inserted, index)
+            }
+        };
+        self.settle(before, now, timed, Some(spare), write.gate, out);
+        outcome
+    }
+
     /// Empties the shard, handing back what it held to be dropped after the lock is
     /// released.
     pub(crate) fn clear(&mut self) -> Store<K, V> {
+        self.loading.iter_mut().for_each(|p| p.written = true);
         let empty = self.store.emptied();
         std::mem::replace(&mut self.store, empty)
     }

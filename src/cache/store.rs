@@ -12,6 +12,8 @@
 //! that one entry, where a linked list would also touch its neighbours. A full ring sweeps
 //! out its stale pairs, rather than grow, once they outnumber the live ones.
 
+use std::borrow::Borrow;
+
 use hashbrown::HashTable;
 
 use super::expiry::{Deadlines, Expiry};
@@ -222,12 +224,12 @@ impl<K, V> Store<K, V> {
 
     /// The index of `key`'s entry.
     #[inline]
-    pub(crate) fn find(&self, hash: u64, key: &K) -> Option<u32>
+    pub(crate) fn find<Q: ?Sized + Eq>(&self, hash: u64, key: &Q) -> Option<u32>
     where
-        K: Eq,
+        K: Borrow<Q>,
     {
         let slots = &self.slots;
-        self.table.find(hash, |&i| matches!(&slots[i as usize], Some(e) if e.key == *key)).copied()
+        self.table.find(hash, |&i| matches!(&slots[i as usize], Some(e) if e.key.borrow() == key)).copied()
     }
 
     /// The deadlines, if the store has held an entry with a lifetime.
@@ -289,14 +291,14 @@ impl<K, V> Store<K, V> {
 
     /// The entry of `key`; [`Store::index_of`] gives its index.
     #[inline]
-    pub(crate) fn find_entry(&self, hash: u64, key: &K) -> Option<&Entry<K, V>>
+    pub(crate) fn find_entry<Q: ?Sized + Eq>(&self, hash: u64, key: &Q) -> Option<&Entry<K, V>>
     where
-        K: Eq,
+        K: Borrow<Q>,
     {
         let slots = &self.slots;
         let mut found = None;
         self.table.find(hash, |&i| match &slots[i as usize] {
-            Some(e) if e.key == *key => {
+            Some(e) if e.key.borrow() == key => {
                 found = Some(e);
                 true
             }
