@@ -30,6 +30,12 @@
 //! (`valgrind --tool=callgrind`), with nothing else in the way but generating the
 //! requests. It takes no `--rounds` or `--threads`.
 //!
+//! After those, the `String`-key workload: the get-heavy read-through over paths of 30
+//! bytes, each cache asked with the `&str` a request handler holds, as its docs suggest
+//! (cuckoo-gate, quick_cache and moka take a borrowed key and an owned `String` to
+//! store; TinyUFO keeps only hashes, and takes the `&str` as its key), on the same
+//! thread counts (`--strings` runs it alone).
+//!
 //! `--neighbour` runs another thread beside the caches, with `--only` or without, that
 //! writes one byte in every 64-byte line of 64 MiB over and over: more than the CPU's
 //! last-level cache, so it evicts the caches' lines as a busy service's own request
@@ -42,7 +48,9 @@ mod common;
 use common::median;
 #[path = "common/caches.rs"]
 mod caches;
-use caches::{peers, peers_sharded, round, zipf_requests, OPS, WORKLOADS};
+use caches::{
+    paths, peers, peers_sharded, round, string_peers, string_round, zipf_ranks, zipf_requests, OPS, WORKLOADS,
+};
 
 /// Million operations per second of a round, and its hit ratio.
 fn timed_round(cache: &dyn caches::Cache, workload: &str, requests: &[u64], threads: usize) -> (f64, f64) {
@@ -95,6 +103,7 @@ fn beside_neighbour<R>(neighbour: bool, measure: impl FnOnce() -> R) -> R {
 fn main() {
     let mut rounds = None;
     let mut neighbour = false;
+    let mut strings = false;
     let mut only = None;
     let mut threads = None;
     let mut shards = None;
@@ -103,7 +112,7 @@ fn main() {
     let names: Vec<&str> = peers().iter().map(|(name, _)| *name).collect();
     let usage = || -> ! {
         eprintln!(
-            "usage: cache_report [--rounds N] [--threads T] [--shards S] [--caches A,B] [--neighbour]\n       cache_report [--shards S] [--neighbour] --only {} [--workload {}]",
+            "usage: cache_report [--rounds N] [--threads T] [--shards S] [--caches A,B] [--strings] [--neighbour]\n       cache_report [--shards S] [--neighbour] --only {} [--workload {}]",
             names.join("|"),
             WORKLOADS.join("|")
         );
@@ -111,8 +120,9 @@ fn main() {
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        if arg == "--neighbour" {
-            neighbour = true;
+        if arg == "--neighbour" || arg == "--strings" {
+            neighbour |= arg == "--neighbour";
+            strings |= arg == "--strings";
             continue;
         }
         let value = args.next().unwrap_or_default();
@@ -135,6 +145,10 @@ fn main() {
             usage();
         }
         return beside_neighbour(neighbour, || profile(&name, workload, shards));
+    }
+    if strings {
+        let threads = threads.map_or_else(common::thread_counts, |t| vec![t]);
+        return beside_neighbour(neighbour, || string_report(rounds.unwrap_or(9), &threads));
     }
     beside_neighbour(neighbour, || report(rounds, threads, shards, chosen.as_deref()));
 }
@@ -184,6 +198,48 @@ fn report(rounds: Option<usize>, threads: Option<usize>, shards: Option<usize>, 
                 let (m, r) = (median(mops[i].clone()), median(ratios[i].clone()));
                 println!("| {name} | {m:.2} | {r:.2} | {:.4} |", hit_ratio[i]);
             }
+        }
+    }
+    if chosen.is_none() {
+        string_report(rounds, &threads);
+    }
+}
+
+/// The `String`-key get-heavy workload, in alternating rounds as [`report`]'s.
+fn string_report(rounds: usize, threads: &[usize]) {
+    let paths = paths();
+    let requests = zipf_ranks(4 * OPS);
+    let (warm, timed) = requests.split_at(OPS);
+    let parts: Vec<&[u32]> = timed.chunks(OPS).collect();
+    for &t in threads {
+        let caches = string_peers();
+        for (_, cache) in &caches {
+            string_round(&**cache, &paths, warm, t);
+        }
+        let (mut mops, mut ratios) = (vec![Vec::new(); caches.len()], vec![Vec::new(); caches.len()]);
+        let mut hit_ratio = vec![0.0; caches.len()];
+        for r in 0..rounds {
+            let part = parts[r % parts.len()];
+            let results: Vec<(f64, f64)> = caches
+                .iter()
+                .map(|(_, c)| {
+                    let (elapsed, hits) = string_round(&**c, &paths, part, t);
+                    (part.len() as f64 / elapsed.as_secs_f64() / 1e6, hits)
+                })
+                .collect();
+            for (i, &(m, h)) in results.iter().enumerate() {
+                mops[i].push(m);
+                ratios[i].push(results[0].0 / m);
+                hit_ratio[i] = h;
+            }
+        }
+        println!();
+        println!("## String keys asked with &str (get-heavy), {t} thread(s)");
+        println!("| cache | Mops/s | {} / cache | hit ratio |", caches[0].0);
+        println!("|---|---|---|---|");
+        for (i, (name, _)) in caches.iter().enumerate() {
+            let (m, r) = (median(mops[i].clone()), median(ratios[i].clone()));
+            println!("| {name} | {m:.2} | {r:.2} | {:.4} |", hit_ratio[i]);
         }
     }
 }

@@ -26,6 +26,12 @@ pub const WORKLOADS: [&str; 3] = ["get-heavy", "mixed", "get-or-insert"];
 
 /// `n` draws from Zipf(0.99) over [`OBJECTS`] keys, by inverse transform sampling.
 pub fn zipf_requests(n: usize) -> Vec<u64> {
+    zipf_ranks(n).into_iter().map(|rank| key(u64::from(rank) ^ 0xCAFE)).collect()
+    // spread, not the rank
+}
+
+/// The objects' ranks of [`zipf_requests`]'s draws.
+pub fn zipf_ranks(n: usize) -> Vec<u32> {
     let weights: Vec<f64> = (1..=OBJECTS).map(|rank| 1.0 / (rank as f64).powf(0.99)).collect();
     let total: f64 = weights.iter().sum();
     let cdf: Vec<f64> = weights
@@ -38,8 +44,7 @@ pub fn zipf_requests(n: usize) -> Vec<u64> {
     (0..n as u64)
         .map(|i| {
             let u = (key(i) >> 11) as f64 / (1u64 << 53) as f64;
-            let rank = cdf.partition_point(|&c| c < u).min(OBJECTS - 1);
-            key(rank as u64 ^ 0xCAFE) // the object's key: spread, not its rank
+            cdf.partition_point(|&c| c < u).min(OBJECTS - 1) as u32
         })
         .collect()
 }
@@ -217,4 +222,97 @@ pub fn round(cache: &dyn Cache, workload: &str, requests: &[u64], threads: usize
     });
     let elapsed = start.elapsed();
     (elapsed, hits.into_inner() as f64 / gets.into_inner() as f64)
+}
+
+/// What the `String`-key workload needs of a cache: each is asked with the `&str` a
+/// request handler holds, as its docs suggest, and given an owned key only to store.
+/// (`'a` is the paths' lifetime: TinyUFO keeps only its keys' hashes, so it takes the
+/// `&str` itself as its key.)
+pub trait StrCache<'a>: Sync {
+    fn get(&self, key: &'a str) -> Option<u64>;
+    fn insert(&self, key: &'a str, value: u64);
+}
+
+impl<'a> StrCache<'a> for AdmissionCache<String, u64> {
+    fn get(&self, key: &'a str) -> Option<u64> {
+        AdmissionCache::get(self, key)
+    }
+    fn insert(&self, key: &'a str, value: u64) {
+        black_box(AdmissionCache::insert(self, key.to_owned(), value));
+    }
+}
+
+impl<'a> StrCache<'a> for quick_cache::sync::Cache<String, u64> {
+    fn get(&self, key: &'a str) -> Option<u64> {
+        quick_cache::sync::Cache::get(self, key)
+    }
+    fn insert(&self, key: &'a str, value: u64) {
+        quick_cache::sync::Cache::insert(self, key.to_owned(), value);
+    }
+}
+
+impl<'a> StrCache<'a> for moka::sync::Cache<String, u64> {
+    fn get(&self, key: &'a str) -> Option<u64> {
+        moka::sync::Cache::get(self, key)
+    }
+    fn insert(&self, key: &'a str, value: u64) {
+        moka::sync::Cache::insert(self, key.to_owned(), value);
+    }
+}
+
+impl<'a> StrCache<'a> for tinyufo::TinyUfo<&'a str, u64> {
+    fn get(&self, key: &'a str) -> Option<u64> {
+        tinyufo::TinyUfo::get(self, &key)
+    }
+    fn insert(&self, key: &'a str, value: u64) {
+        black_box(self.put(key, value, 1));
+    }
+}
+
+/// The paths of the `String`-key workload: one per object, as a URL path of 30 bytes.
+pub fn paths() -> Vec<String> {
+    (0..OBJECTS as u64).map(|i| format!("/objects/{:021x}", key(i ^ 0xCAFE) >> 1)).collect()
+}
+
+/// The caches compared on `String` keys, empty, each holding [`CAPACITY`] entries, built
+/// as their docs show.
+pub fn string_peers<'a>() -> Vec<(&'static str, Box<dyn StrCache<'a> + 'a>)> {
+    let ours = AdmissionCache::<String, u64>::builder().capacity(CAPACITY as u64).build().unwrap();
+    vec![
+        ("cuckoo-gate", Box::new(ours)),
+        ("quick_cache-0.7", Box::new(quick_cache::sync::Cache::<String, u64>::new(CAPACITY))),
+        ("moka-0.12", Box::new(moka::sync::Cache::<String, u64>::new(CAPACITY as u64))),
+        ("TinyUFO-0.9", Box::new(tinyufo::TinyUfo::<&'a str, u64>::new(CAPACITY, CAPACITY))),
+    ]
+}
+
+/// One round of the read-through (`get`, and `insert` on a miss) over `requests` (indices
+/// into `paths`) on `String` keys, split over `threads` threads: the wall time, and the
+/// share of `get`s that hit.
+pub fn string_round<'a>(
+    cache: &dyn StrCache<'a>,
+    paths: &'a [String],
+    requests: &[u32],
+    threads: usize,
+) -> (Duration, f64) {
+    let hits = AtomicU64::new(0);
+    let chunk = requests.len().div_ceil(threads);
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for part in requests.chunks(chunk) {
+            let hits = &hits;
+            s.spawn(move || {
+                let mut h = 0;
+                for &i in part {
+                    let path: &'a str = &paths[i as usize];
+                    match cache.get(path) {
+                        Some(_) => h += 1,
+                        None => cache.insert(path, u64::from(i)),
+                    }
+                }
+                hits.fetch_add(h, Ordering::Relaxed);
+            });
+        }
+    });
+    (start.elapsed(), hits.into_inner() as f64 / requests.len() as f64)
 }
