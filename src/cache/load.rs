@@ -193,12 +193,12 @@ impl<V> Load<V> {
 
     /// Finishes the load with `value`: hands it to the waiters, whom it returns to be
     /// woken once the lock is released.
-    fn publish(&self, value: V) -> Vec<Wake> {
+    fn publish(&self, value: V) -> Vec<(u64, Wake)> {
         let mut state = self.state.lock();
         // Set once: a load is finished once, by the one leader it has at a time.
         let _ = self.value.set(value);
         state.phase = Phase::Ready;
-        state.waiters.drain(..).map(|(_, wake)| wake).collect()
+        std::mem::take(&mut state.waiters)
     }
 
     /// The leader is gone without a value (or a waiter it was handed to is): hands the load
@@ -305,7 +305,7 @@ impl<K, V> Loads<K, V> {
 
     /// Hands `value` to the waiters of `load`, which has left the map, and wakes them.
     pub(crate) fn publish(&self, load: &Load<V>, value: V) {
-        load.publish(value).into_iter().for_each(Wake::wake);
+        load.publish(value).into_iter().for_each(|(_, wake)| wake.wake());
     }
 
     /// Waits, parking the thread, for the load that the leader of `hash`'s key runs.

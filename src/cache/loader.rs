@@ -256,7 +256,7 @@ impl<K: Hash + Eq, V: Clone> Leader<'_, K, V> {
         // The key moves from the map into the cache in one hold of the map's stripe, so
         // that a caller that misses meanwhile finds the load. The weigher and the clone
         // run first: if one panics, the load is still in the map, to be handed on.
-        cache.loads.with_slot(hash, &self.load, |slot| {
+        let stored = cache.loads.with_slot(hash, &self.load, |slot| {
             let weight = cache.weigh(&slot.get().key, &value);
             let stored = value.clone();
             let (slot, _) = slot.remove();
@@ -272,6 +272,11 @@ impl<K: Hash + Eq, V: Clone> Leader<'_, K, V> {
             let _ = cache.shard(hash).write().insert(&write, &mut leftovers);
         });
         (self.registered, self.finished) = (false, true);
+        // Out of the map, the load can gain no caller: if none holds it, none waits.
+        if stored.is_some() && Arc::strong_count(&self.load) == 1 {
+            cache.report(leftovers);
+            return value;
+        }
         cache.loads.publish(&self.load, value);
         cache.report(leftovers);
         self.load.value().clone()
@@ -283,6 +288,9 @@ impl<K: Hash + Eq, V: Clone> Leader<'_, K, V> {
         self.cache.loads.counts.add(COALESCED);
         self.cache.loads.forget(self.hash, &self.load);
         self.finished = true;
+        if Arc::strong_count(&self.load) == 1 {
+            return found;
+        }
         self.cache.loads.publish(&self.load, found);
         self.load.value().clone()
     }
