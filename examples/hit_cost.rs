@@ -1,47 +1,81 @@
-//! Hits through `get` and through `get_or_insert_with`, and through `get` on a cache whose
-//! entries have a time to live (or a time to idle), for counting instructions per hit
-//! (`benches/hit_cost.sh` runs it under callgrind and takes differences).
+//! Hits through `get` and through the loaders, on caches without expiry, with a time to
+//! live and with a time to idle, for counting instructions per hit (`benches/hit_cost.sh`
+//! runs it under callgrind and takes differences).
 //!
 //! ```text
-//! cargo run --release --example hit_cost -- get 1000000
-//! cargo run --release --example hit_cost -- get-or-insert 1000000
-//! cargo run --release --example hit_cost -- get-ttl 1000000
-//! cargo run --release --example hit_cost -- get-tti 1000000
+//! cargo run --release --example hit_cost -- CALL N
 //! ```
+//!
+//! CALL is one of [`CALLS`]: `get`, `get-or-insert` (`get_or_insert_with`),
+//! `get-or-insert-async` (`get_or_insert_async`, polled once: a hit completes at once),
+//! each on a cache without expiry; `get-ttl` and `get-or-insert-ttl` on a cache with a
+//! time to live of an hour; `get-tti` with a time to idle of an hour.
 //!
 //! Fills a cache of 100k `u64` entries (default policy, capacity 200k, so that every key
 //! stays), then looks up N resident keys, in a pseudo-random order, through the call
-//! named. Setup is the same for both calls and every N, so the difference in instructions
-//! between two values of N is the cost of the added hits alone.
+//! named. Setup is the same for every N, so the difference in instructions between two
+//! values of N is the cost of the added hits alone.
 
+use std::future::Future;
 use std::hint::black_box;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use cuckoo_gate::AdmissionCache;
 
 const KEYS: u64 = 100_000;
 
+/// The calls measured.
+const CALLS: [&str; 6] =
+    ["get", "get-or-insert", "get-or-insert-async", "get-ttl", "get-or-insert-ttl", "get-tti"];
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (call, n) = match (args.first().map(String::as_str), args.get(1).and_then(|n| n.parse::<u64>().ok()))
     {
-        (Some(call @ ("get" | "get-or-insert" | "get-ttl" | "get-tti")), Some(n)) => (call.to_owned(), n),
+        (Some(call), Some(n)) if CALLS.contains(&call) => (call.to_owned(), n),
         _ => {
-            eprintln!("usage: hit_cost get|get-or-insert|get-ttl|get-tti N");
+            eprintln!("usage: hit_cost {} N", CALLS.join("|"));
             std::process::exit(2)
         }
     };
     let builder = AdmissionCache::builder().capacity(2 * KEYS).seed(1);
     let hour = Duration::from_secs(3_600);
     let builder = match call.as_str() {
-        "get-ttl" => builder.time_to_live(hour),
+        "get-ttl" | "get-or-insert-ttl" => builder.time_to_live(hour),
         "get-tti" => builder.time_to_idle(hour),
         _ => builder,
     };
     let cache: AdmissionCache<u64, u64> = builder.build().unwrap();
     (0..KEYS).for_each(|k| _ = cache.insert(k, k));
-    // Decided once, so that every call pays the same for the choice in the loop.
-    let loading = call == "get-or-insert";
+    let hits = if call == "get-or-insert-async" {
+        async_hits(&cache, n)
+    } else {
+        // Decided once, so that every call pays the same for the choice in the loop.
+        let loading = call.starts_with("get-or-insert");
+        let mut hits = 0u64;
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let key = x % KEYS;
+            let found =
+                if loading { get_or_insert(&cache, black_box(key)) } else { get(&cache, black_box(key)) };
+            hits += u64::from(found == Some(key));
+        }
+        hits
+    };
+    println!("{call}: {hits} hits of {n}");
+    assert_eq!(hits, n, "a resident key missed");
+}
+
+/// The loop of `main` through `get_or_insert_async`, each future polled once.
+#[inline(never)]
+fn async_hits(cache: &AdmissionCache<u64, u64>, n: u64) -> u64 {
+    let waker = Waker::from(Arc::new(Noop));
     let mut hits = 0u64;
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
     for _ in 0..n {
@@ -49,11 +83,17 @@ fn main() {
         x ^= x >> 7;
         x ^= x << 17;
         let key = x % KEYS;
-        let found = if loading { get_or_insert(&cache, black_box(key)) } else { get(&cache, black_box(key)) };
+        let found = get_or_insert_async(cache, black_box(key), &waker);
         hits += u64::from(found == Some(key));
     }
-    println!("{call}: {hits} hits of {n}");
-    assert_eq!(hits, n, "a resident key missed");
+    hits
+}
+
+/// A waker that does nothing: a hit completes at its first poll.
+struct Noop;
+
+impl Wake for Noop {
+    fn wake(self: Arc<Self>) {}
 }
 
 // Each call in a function of its own, so that the loop around it (its registers and
@@ -67,4 +107,13 @@ fn get(cache: &AdmissionCache<u64, u64>, key: u64) -> Option<u64> {
 #[inline(never)]
 fn get_or_insert(cache: &AdmissionCache<u64, u64>, key: u64) -> Option<u64> {
     Some(cache.get_or_insert_with(&key, || unreachable!("every key is resident")))
+}
+
+#[inline(never)]
+fn get_or_insert_async(cache: &AdmissionCache<u64, u64>, key: u64, waker: &Waker) -> Option<u64> {
+    let load = pin!(cache.get_or_insert_async(&key, async { unreachable!("every key is resident") }));
+    match load.poll(&mut Context::from_waker(waker)) {
+        Poll::Ready(value) => Some(value),
+        Poll::Pending => None,
+    }
 }

@@ -199,3 +199,28 @@ fn keys_are_asked_with_their_own_borrowed_form() {
     assert_eq!(cache.remove(&7u64), Some("ada"));
     assert_eq!(cache.len(), 1);
 }
+
+#[test]
+fn a_compute_finds_an_expired_key_absent_and_counts_it_once() {
+    for policy in POLICIES {
+        let (clock, hand) = cuckoo_gate::Clock::manual();
+        let cache: AdmissionCache<u64, u64> = AdmissionCache::builder()
+            .capacity(100)
+            .admission(policy)
+            .time_to_live(Duration::from_secs(1))
+            .clock(clock)
+            .build()
+            .unwrap();
+        cache.entry(&1).and_upsert_with(|_| 1);
+        hand.advance(Duration::from_secs(1));
+        let computed = cache.entry(&1).and_upsert_with(|old| {
+            assert_eq!(old, None, "{policy:?}: an expired value is not handed to a compute");
+            2
+        });
+        assert_eq!((computed, cache.get(&1)), (2, Some(2)));
+        assert_eq!(cache.stats().expirations, 1, "{policy:?}");
+        hand.advance(Duration::from_secs(1));
+        assert_eq!(cache.entry(&1).and_compute_with(|_| Op::Keep), Computed::Unchanged);
+        assert_eq!(cache.stats().expirations, 2, "{policy:?}");
+    }
+}

@@ -161,8 +161,13 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
     {
+        let hash = self.hasher.hash_one(key);
+        // The hit before any other future is made: it completes with no state but this.
+        if let Some(value) = self.get_hashed(hash, key) {
+            return value;
+        }
         let load = async { Ok::<V, Infallible>(load.await) };
-        match self.try_get_or_insert_async(key, load).await {
+        match self.load_async(key, hash, load).await {
             Ok(value) => value,
             Err(never) => match never {},
         }
@@ -202,6 +207,21 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         if let Some(value) = self.get_hashed(hash, key) {
             return Ok(value);
         }
+        self.load_async(key, hash, load).await
+    }
+
+    /// [`try_get_or_insert_async`](Self::try_get_or_insert_async) after its miss: join the
+    /// load of `key` (of `hash`), and lead it or wait for it.
+    async fn load_async<Q, E>(
+        &self,
+        key: &Q,
+        hash: u64,
+        load: impl Future<Output = Result<V, E>>,
+    ) -> Result<V, E>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
+    {
         let leader = loop {
             let (joined, lead) = self.loads.join(hash, key, Q::to_owned);
             let waited = if lead { Waited::Lead } else { self.loads.wait_async(hash, &joined).await };

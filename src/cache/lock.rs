@@ -35,7 +35,9 @@ const HELD: u64 = HIT - 1;
 /// that the test is of the state's top bit (1 under loom, so that the models reach it).
 const DRAIN_AT: u64 = if cfg!(cuckoo_gate_loom) { 1 } else { 1 << 31 };
 
-/// A reader-writer lock for a shard.
+/// A reader-writer lock for a shard. In this order (`repr(C)`): the value starts in the
+/// state word's cache line (see `Store`'s layout).
+#[repr(C)]
 pub(crate) struct ShardLock<T> {
     state: AtomicU64,
     /// Hits moved out of the state; written only by the writer holding the lock.

@@ -485,7 +485,6 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         if !crate::broken::COMPUTE_IGNORES_LOAD {
             self.written(hash);
         }
-        let before = (out.removed.evicted, out.removed.expired);
         let timed = self.store.deadlines().is_some() || write.expiry.by_default();
         let now = if timed { write.expiry.clock.now() } else { 0 };
         let mut found = self.store.find(hash, key);
@@ -495,6 +494,8 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             self.counters.expirations += 1;
             found = None;
         }
+        // What leaves from here on is counted as the write settles.
+        let before = (out.removed.evicted, out.removed.expired);
         let value = match (decide(found.map(|index| &self.store.entry(index).value)), found) {
             (Op::Keep, _) | (Op::Remove, None) => return Outcome::Kept,
             (Op::Remove, Some(index)) => {

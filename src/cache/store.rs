@@ -146,16 +146,21 @@ impl Pairs {
 /// How far ahead of a queue's tail [`Store::tail`] prefetches.
 const LOOKAHEAD: usize = 4;
 
+/// In this order (`repr(C)`), so that a lookup reads the lines it read before expiry
+/// existed: after the shard's lock word, the slab's pointer and length share its line,
+/// and the table's mask and control pointer share the next with the deadlines' pointer,
+/// which so lies apart from the queues' counters that every write changes.
+#[repr(C)]
 pub(crate) struct Store<K, V> {
-    table: HashTable<u32>,
     slots: Vec<Option<Entry<K, V>>>,
+    free: Vec<u32>,
     /// Each slot's weight, in a weighted store; in an unweighted one every entry weighs 1,
     /// and entries stay small (32 bytes for `u64` keys and values).
     weights: Option<Vec<u32>>,
+    table: HashTable<u32>,
     /// Each slot's deadline, once the store has held an entry with a lifetime (boxed: a
     /// lookup without expiry tests one word for null).
     deadlines: Option<Box<Deadlines>>,
-    free: Vec<u32>,
     queues: [Ring; 2],
     next_stamp: u32,
     /// Entries the store expects to hold: it grows by doubling up to [`SIZED_AT`]
