@@ -44,6 +44,10 @@ pub(crate) const REMOVE_IGNORES_LOAD: bool = cfg!(cuckoo_gate_broken = "remove_i
 pub(crate) const COMPUTE_IGNORES_LOAD: bool = cfg!(cuckoo_gate_broken = "compute_ignores_load");
 /// A cache compute reads the key's value and writes the new one in two lock holds.
 pub(crate) const SPLIT_COMPUTE: bool = cfg!(cuckoo_gate_broken = "split_compute");
+/// A cache load whose loader failed ends without waking its waiters.
+pub(crate) const UNSHARED_FAILURE: bool = cfg!(cuckoo_gate_broken = "unshared_failure");
+/// A cache insert does not mark the key's reload in flight, which then replaces its value.
+pub(crate) const WRITE_IGNORES_RELOAD: bool = cfg!(cuckoo_gate_broken = "write_ignores_reload");
 
 /// [`SPLIT_MOVE`]: moves `hop`'s entry to slot `free` of `to` (lane value `moved`) in two
 /// lock holds, so a reader between them finds the entry in neither bucket.

@@ -150,7 +150,8 @@ pub mod snapshot;
 
 pub use cache::{
     Admission, AdmissionCache, AdmissionCacheBuilder, AdmissionPolicy, CacheStats, Clock, Computed, Entry,
-    ManualClock, Op, RemovalCause, ASSUMED_MEAN_WEIGHT, DEFAULT_GATE_MULTIPLIER, MAX_SHARDS,
+    Lifetime, ManualClock, Op, Reload, RemovalCause, ASSUMED_MEAN_WEIGHT, DEFAULT_GATE_MULTIPLIER,
+    MAX_SHARDS,
 };
 pub use error::{BuildError, InsertError};
 pub use filter::{

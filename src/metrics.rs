@@ -92,6 +92,12 @@ pub(crate) const CACHE_LOADS_TOTAL: &str = "cuckoo_gate_cache_loads_total";
 pub(crate) const CACHE_LOADS_COALESCED_TOTAL: &str = "cuckoo_gate_cache_loads_coalesced_total";
 pub(crate) const CACHE_LOAD_FAILURES_TOTAL: &str = "cuckoo_gate_cache_load_failures_total";
 pub(crate) const CACHE_LOAD_WAITERS: &str = "cuckoo_gate_cache_load_waiters";
+pub(crate) const CACHE_REFRESHES_TOTAL: &str = "cuckoo_gate_cache_refreshes_total";
+pub(crate) const CACHE_REFRESH_FAILURES_TOTAL: &str = "cuckoo_gate_cache_refresh_failures_total";
+pub(crate) const CACHE_STALE_SERVED_TOTAL: &str = "cuckoo_gate_cache_stale_served_total";
+pub(crate) const CACHE_FAILURES_SHARED_TOTAL: &str = "cuckoo_gate_cache_failures_shared_total";
+pub(crate) const CACHE_FAILURES_CACHED_TOTAL: &str = "cuckoo_gate_cache_failures_cached_total";
+pub(crate) const CACHE_FAILURES_KEPT: &str = "cuckoo_gate_cache_failures_kept";
 pub(crate) const CACHE_EXPIRATIONS_TOTAL: &str = "cuckoo_gate_cache_expirations_total";
 pub(crate) const CACHE_WEIGHT: &str = "cuckoo_gate_cache_weight";
 
@@ -149,6 +155,32 @@ pub(crate) fn describe() {
             "Loads that ended without a value (error, panic, dropped future)."
         );
         describe_gauge!(CACHE_LOAD_WAITERS, Unit::Count, "Callers waiting now for another caller's load.");
+        describe_counter!(CACHE_REFRESHES_TOTAL, Unit::Count, "Reloads of stale entries started.");
+        describe_counter!(
+            CACHE_REFRESH_FAILURES_TOTAL,
+            Unit::Count,
+            "Reloads of stale entries that failed (the old value stayed)."
+        );
+        describe_counter!(
+            CACHE_STALE_SERVED_TOTAL,
+            Unit::Count,
+            "Loader calls given a stale value: while a reload ran, or in place of an error."
+        );
+        describe_counter!(
+            CACHE_FAILURES_SHARED_TOTAL,
+            Unit::Count,
+            "Loader calls given the error of the load they waited for."
+        );
+        describe_counter!(
+            CACHE_FAILURES_CACHED_TOTAL,
+            Unit::Count,
+            "Loader calls given a kept failure's error."
+        );
+        describe_gauge!(
+            CACHE_FAILURES_KEPT,
+            Unit::Count,
+            "Failed loads kept now for their keys (negative caching)."
+        );
         describe_counter!(GATE_ROTATIONS_TOTAL, Unit::Count, "Generations started by the gate.");
         describe_gauge!(GATE_MEMORY_BYTES, Unit::Bytes, "Memory held by the gate's filters.");
     });

@@ -167,9 +167,14 @@ fn under_second_hit_every_waiter_gets_a_first_sighting_that_is_not_stored() {
     assert_eq!(cache.peek(&5), Some(51));
 }
 
+/// What a caller got.
+type Got = Result<u64, String>;
+type Shared = Arc<AdmissionCache<u64, u64>>;
+
 /// Threads that miss on key 9 while the first caller's loader runs; `fail` makes that
-/// loader fail (error or panic). Returns what each thread got and the loaders run.
-fn waiters_after_a_failed_leader(fail: fn() -> Result<u64, &'static str>) -> (Vec<Result<u64, String>>, u64) {
+/// loader fail (error or panic). Returns what each thread got, how many waiters ran their
+/// own loader, and the cache.
+fn waiters_after_a_failed_leader(fail: fn() -> Result<u64, &'static str>) -> (Vec<Got>, usize, Shared) {
     let cache = cache(AdmissionPolicy::S3Fifo, 1_000);
     let (leading, led) = mpsc::channel::<()>();
     let (release, released) = mpsc::channel::<()>();
@@ -212,28 +217,32 @@ fn waiters_after_a_failed_leader(fail: fn() -> Result<u64, &'static str>) -> (Ve
     for waiter in waiters {
         got.push(bounded("waiter", move || waiter.join().unwrap()));
     }
-    assert_eq!(taken_over.load(Ordering::SeqCst), 1, "one waiter takes the load over");
-    let stats = cache.stats();
-    assert_eq!((stats.loads, stats.load_failures), (2, 1));
-    assert_eq!(cache.peek(&9).map(Ok), Some(got[1].clone()), "the value taken over is stored");
-    (got, stats.loads)
+    let taken_over = taken_over.load(Ordering::SeqCst);
+    (got, taken_over, cache)
 }
 
 #[test]
-fn an_error_goes_to_its_loader_and_one_waiter_loads_instead() {
-    let (got, _) = waiters_after_a_failed_leader(|| Err("origin down"));
-    assert_eq!(got[0], Err("origin down".to_owned()));
-    let value = got[1].clone().unwrap();
-    assert!((100..105).contains(&value));
-    assert!(got[1..].iter().all(|g| *g == Ok(value)), "{got:?}");
+fn an_error_goes_to_its_loader_and_every_waiter() {
+    let (got, taken_over, cache) = waiters_after_a_failed_leader(|| Err("origin down"));
+    assert!(got.iter().all(|g| *g == Err("origin down".to_owned())), "{got:?}");
+    assert_eq!(taken_over, 0, "one origin call for all");
+    let stats = cache.stats();
+    assert_eq!((stats.loads, stats.load_failures, stats.failures_shared), (1, 1, 5));
+    assert_eq!(cache.peek(&9), None);
+    // A caller after the failure loads anew.
+    assert_eq!(cache.try_get_or_insert_with(&9, || Ok::<_, &str>(90)), Ok(90));
 }
 
 #[test]
 fn a_panicking_loader_fails_only_its_caller_and_one_waiter_loads_instead() {
-    let (got, _) = waiters_after_a_failed_leader(|| panic!("loader panics"));
+    let (got, taken_over, cache) = waiters_after_a_failed_leader(|| panic!("loader panics"));
     assert_eq!(got[0], Err("panicked".to_owned()));
     let value = got[1].clone().unwrap();
     assert!(got[1..].iter().all(|g| *g == Ok(value)), "{got:?}");
+    assert_eq!(taken_over, 1, "one waiter takes the load over");
+    let stats = cache.stats();
+    assert_eq!((stats.loads, stats.load_failures, stats.failures_shared), (2, 1, 0));
+    assert_eq!(cache.peek(&9), Some(value), "the value taken over is stored");
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
-use super::expiry::{Clock, Expiry};
+use super::expiry::{ticks, Clock, Expiry, Lifetime};
 use super::listener::{Listener, RemovalCause};
 use super::load::Loads;
 use super::lock::ShardLock;
@@ -17,8 +17,8 @@ use super::metrics;
 use super::policy::{self, SharedSplit};
 use super::shard::Shard;
 use super::{
-    AdmissionCache, AdmissionPolicy, Weigher, DEFAULT_GATE_MULTIPLIER, MAX_SHARDS, MIN_SHARD_ENTRIES,
-    SHARDS_PER_CORE, WEIGHTED_SHARDS,
+    AdmissionCache, AdmissionPolicy, ExpireAfter, Reload, Spawner, Weigher, DEFAULT_GATE_MULTIPLIER,
+    MAX_SHARDS, MIN_SHARD_ENTRIES, SHARDS_PER_CORE, WEIGHTED_SHARDS,
 };
 use crate::error::BuildError;
 use crate::filter::{random_seed, seeded_hasher};
@@ -42,6 +42,11 @@ pub struct AdmissionCacheBuilder<K, V> {
     seed: Option<u64>,
     time_to_live: Option<Duration>,
     time_to_idle: Option<Duration>,
+    refresh_after: Option<Duration>,
+    grace: Option<Duration>,
+    expire_after: Option<ExpireAfter<K, V>>,
+    spawner: Option<Spawner>,
+    failure_ttl: Option<Duration>,
     clock: Clock,
     listener: Option<Listener<K, V>>,
     #[cfg(feature = "metrics")]
@@ -61,6 +66,11 @@ impl<K, V> Clone for AdmissionCacheBuilder<K, V> {
             seed: self.seed,
             time_to_live: self.time_to_live,
             time_to_idle: self.time_to_idle,
+            refresh_after: self.refresh_after,
+            grace: self.grace,
+            expire_after: self.expire_after.clone(),
+            spawner: self.spawner.clone(),
+            failure_ttl: self.failure_ttl,
             clock: self.clock.clone(),
             listener: self.listener.clone(),
             #[cfg(feature = "metrics")]
@@ -81,6 +91,11 @@ impl<K, V> fmt::Debug for AdmissionCacheBuilder<K, V> {
             .field("seed", &self.seed)
             .field("time_to_live", &self.time_to_live)
             .field("time_to_idle", &self.time_to_idle)
+            .field("refresh_after", &self.refresh_after)
+            .field("grace", &self.grace)
+            .field("expire_after", &self.expire_after.as_ref().map(|_| "Fn(&K, &V) -> Lifetime"))
+            .field("spawner", &self.spawner.as_ref().map(|_| "Fn(Reload)"))
+            .field("failure_ttl", &self.failure_ttl)
             .field("clock", &self.clock)
             .field("listener", &self.listener.as_ref().map(|_| "Fn(K, V, RemovalCause)"))
             .finish_non_exhaustive()
@@ -287,6 +302,165 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
         self
     }
 
+    /// Entries turn stale this long after they were written, unless an
+    /// [`expire_after`](Self::expire_after) closure says otherwise: a loader
+    /// ([`get_or_insert_with`](AdmissionCache::get_or_insert_with) and the others) that
+    /// finds a stale entry, still before its [`time_to_live`](Self::time_to_live), returns
+    /// it and has one reload of the key start (see the README's loading table for who
+    /// pays for it); [`get`](AdmissionCache::get) returns stale entries as any other.
+    /// HTTP calls this `stale-while-revalidate`, Caffeine `refreshAfterWrite`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cuckoo_gate::{AdmissionCache, Clock};
+    ///
+    /// let (clock, hand) = Clock::manual();
+    /// let cache: AdmissionCache<u64, &str> = AdmissionCache::builder()
+    ///     .capacity(100)
+    ///     .time_to_live(Duration::from_secs(60))
+    ///     .refresh_after(Duration::from_secs(10))
+    ///     .clock(clock)
+    ///     .build()?;
+    /// cache.get_or_insert_with(&1, || "v1");
+    /// hand.advance(Duration::from_secs(10)); // stale
+    /// // No spawner: the caller that finds it stale reloads it (others meanwhile get "v1").
+    /// assert_eq!(cache.get_or_insert_with(&1, || "v2"), "v2");
+    /// assert_eq!(cache.get(&1), Some("v2"));
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub fn refresh_after(mut self, fresh: Duration) -> Self {
+        self.refresh_after = Some(fresh);
+        self
+    }
+
+    /// Entries are kept this long past their time to live, unless an
+    /// [`expire_after`](Self::expire_after) closure says otherwise: for
+    /// [`get`](AdmissionCache::get), `peek` and `iter` they are gone, but a fallible loader
+    /// that finds one loads anew, and if that load fails returns the old value in place of
+    /// the error (HTTP's `stale-if-error`, Varnish's grace). Entries in grace are evicted
+    /// before live ones.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cuckoo_gate::{AdmissionCache, Clock};
+    ///
+    /// let (clock, hand) = Clock::manual();
+    /// let cache: AdmissionCache<u64, &str> = AdmissionCache::builder()
+    ///     .capacity(100)
+    ///     .time_to_live(Duration::from_secs(60))
+    ///     .grace(Duration::from_secs(600))
+    ///     .clock(clock)
+    ///     .build()?;
+    /// let _ = cache.insert(1, "old");
+    /// hand.advance(Duration::from_secs(61));
+    /// assert_eq!(cache.get(&1), None); // expired
+    /// assert_eq!(cache.try_get_or_insert_with(&1, || Err("origin down")), Ok("old")); // in grace
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub fn grace(mut self, grace: Duration) -> Self {
+        self.grace = Some(grace);
+        self
+    }
+
+    /// Gives each value written a [`Lifetime`] of its own, from its key and value (an HTTP
+    /// response's `Cache-Control`, say): its time to live, freshness and grace, in place of
+    /// [`time_to_live`](Self::time_to_live), [`refresh_after`](Self::refresh_after) and
+    /// [`grace`](Self::grace). It runs, before any lock, for every insert, compute and
+    /// loaded value ([`insert_with_ttl`](AdmissionCache::insert_with_ttl) and
+    /// [`insert_with_lifetime`](AdmissionCache::insert_with_lifetime) bring their own).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cuckoo_gate::{AdmissionCache, Clock, Lifetime};
+    ///
+    /// #[derive(Clone)]
+    /// struct Object { body: String, max_age: Duration }
+    ///
+    /// let (clock, hand) = Clock::manual();
+    /// let cache: AdmissionCache<u64, Object> = AdmissionCache::builder()
+    ///     .capacity(100)
+    ///     .expire_after(|_id, object: &Object| Lifetime::ttl(object.max_age))
+    ///     .clock(clock)
+    ///     .build()?;
+    /// let fetch = |id: u64| Object { body: format!("object {id}"), max_age: Duration::from_secs(id) };
+    /// cache.get_or_insert_with(&5, || fetch(5));
+    /// hand.advance(Duration::from_secs(5));
+    /// assert!(cache.get(&5).is_none(), "its own max-age of 5 s has passed");
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub fn expire_after(mut self, lifetime: impl Fn(&K, &V) -> Lifetime + Send + Sync + 'static) -> Self {
+        self.expire_after = Some(Arc::new(lifetime));
+        self
+    }
+
+    /// Where reloads of stale entries run for the refreshing loaders
+    /// ([`try_get_or_refresh_async`](AdmissionCache::try_get_or_refresh_async) and
+    /// [`try_get_or_refresh_with`](AdmissionCache::try_get_or_refresh_with)): `spawn` gets
+    /// each reload as a [`Reload`], a `Send + 'static` future, to run on the caller's
+    /// runtime or threads, and no caller waits for it. Without one, the caller that finds
+    /// an entry stale runs its reload itself. The library needs no particular runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::AdmissionCache;
+    ///
+    /// # let runtime = tokio::runtime::Builder::new_multi_thread().enable_time().build().unwrap();
+    /// # let _guard = runtime.enter();
+    /// let cache: AdmissionCache<u64, String> = AdmissionCache::builder()
+    ///     .capacity(100)
+    ///     .spawner(|reload| drop(tokio::spawn(reload))) // a tokio service
+    ///     .build()?;
+    /// let threads: AdmissionCache<u64, String> = AdmissionCache::builder()
+    ///     .capacity(100)
+    ///     .spawner(|reload| drop(std::thread::spawn(|| reload.run()))) // a service on threads
+    ///     .build()?;
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub fn spawner(mut self, spawn: impl Fn(Reload) + Send + Sync + 'static) -> Self {
+        self.spawner = Some(Arc::new(spawn));
+        self
+    }
+
+    /// Keeps a failed load's error this long for its key (negative caching, as nginx's
+    /// `proxy_cache_valid` for errors): a fallible loader called for the key within it
+    /// gets the error at once, without calling the origin. At most an eighth of the
+    /// estimated entries (and at least 64) are kept at a time; [`get`](AdmissionCache::get)
+    /// never returns one, and an insert, compute or remove of the key ends it. Off by
+    /// default: a failure is shared by the callers waiting on its load, and the next caller
+    /// loads anew.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cuckoo_gate::{AdmissionCache, Clock};
+    ///
+    /// let (clock, hand) = Clock::manual();
+    /// let cache: AdmissionCache<u64, u64> = AdmissionCache::builder()
+    ///     .capacity(100)
+    ///     .failure_ttl(Duration::from_secs(5))
+    ///     .clock(clock)
+    ///     .build()?;
+    /// assert_eq!(cache.try_get_or_insert_with(&1, || Err("origin down")), Err("origin down"));
+    /// let again = cache.try_get_or_insert_with(&1, || -> Result<u64, &str> { unreachable!("cached") });
+    /// assert_eq!(again, Err("origin down"));
+    /// hand.advance(Duration::from_secs(5));
+    /// assert_eq!(cache.try_get_or_insert_with(&1, || Ok::<_, &str>(10)), Ok(10));
+    /// assert_eq!(cache.stats().failures_cached, 1);
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub fn failure_ttl(mut self, ttl: Duration) -> Self {
+        self.failure_ttl = Some(ttl);
+        self
+    }
+
     /// The clock expiry is measured by; default [`Clock::system`]. Tests give a
     /// [`Clock::manual`] and move it by hand.
     pub fn clock(mut self, clock: Clock) -> Self {
@@ -347,7 +521,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
     /// let builder = AdmissionCache::<u64, u64>::builder().capacity(100).metrics_name("edge");
     /// let cache = builder.clone().build()?;
     /// metrics::with_local_recorder(&recorder, || cache.publish_metrics());
-    /// assert_eq!(recorder.snapshotter().snapshot().into_vec().len(), 15); // the cache's series
+    /// assert_eq!(recorder.snapshotter().snapshot().into_vec().len(), 21); // the cache's series
     /// assert!(matches!(builder.build(), Err(BuildError::MetricsNameTaken { .. })));
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
@@ -457,18 +631,36 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
         Ok(AdmissionCache {
             shards,
             gate,
-            loads: Loads::new(if cfg!(cuckoo_gate_loom) { 1 } else { 4 * stripes }, stripes),
+            loads: Loads::new(
+                if cfg!(cuckoo_gate_loom) { 1 } else { 4 * stripes },
+                stripes,
+                self.failure_ttl.map(|ttl| (ticks(ttl), (entries / 8).max(64))),
+            ),
             hasher,
             policy: self.policy,
             capacity,
             weigher: self.weigher,
             misses: Tally::new(stripes),
-            expiry: Expiry::new(self.clock, self.time_to_live, self.time_to_idle),
+            expiry: Expiry::new(
+                self.clock,
+                default_lifetime(self.time_to_live, self.refresh_after, self.grace),
+                self.time_to_idle,
+                self.expire_after.is_some(),
+            ),
+            expire_after: self.expire_after,
+            spawner: self.spawner,
             listener: self.listener,
             #[cfg(feature = "metrics")]
             metrics: self.metrics_name.as_deref().map(metrics::CacheMetrics::new).transpose()?,
         })
     }
+}
+
+/// The lifetime of an entry written without one of its own.
+fn default_lifetime(ttl: Option<Duration>, fresh: Option<Duration>, grace: Option<Duration>) -> Lifetime {
+    let lifetime = ttl.map_or(Lifetime::forever(), Lifetime::ttl);
+    let lifetime = fresh.map_or(lifetime, |fresh| lifetime.fresh_for(fresh));
+    grace.map_or(lifetime, |grace| lifetime.grace(grace))
 }
 
 /// The setting the gate or the ghosts were sized from, when not their own.
@@ -494,6 +686,11 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
             seed: None,
             time_to_live: None,
             time_to_idle: None,
+            refresh_after: None,
+            grace: None,
+            expire_after: None,
+            spawner: None,
+            failure_ttl: None,
             clock: Clock::system(),
             listener: None,
             #[cfg(feature = "metrics")]

@@ -63,9 +63,10 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// * **No admission**: a value a compute stores is stored, whatever the policy (the
     ///   caller asked for this key by name; under
     ///   [`AdmissionPolicy::SecondHit`](super::AdmissionPolicy::SecondHit) a first
-    ///   sighting is stored too). It is placed as the policy places a new key, lives for
-    ///   the cache's [`time_to_live`](super::AdmissionCacheBuilder::time_to_live), and
-    ///   eviction spares it while anything else can go.
+    ///   sighting is stored too). It is placed as the policy places a new key, lives as the
+    ///   [`expire_after`](super::AdmissionCacheBuilder::expire_after) closure (run under the
+    ///   lock) or the cache's defaults say, and eviction spares it while anything else can
+    ///   go.
     /// * **Loads in flight**: a load of the key that began before the compute (see
     ///   [`get_or_insert_with`](Self::get_or_insert_with)) does not store its value, so
     ///   what the compute did stands; the load's callers still get the loaded value.
@@ -150,10 +151,13 @@ where
     pub fn and_compute_with(self, f: impl FnOnce(Option<&V>) -> Op<V>) -> Computed<V> {
         let cache = self.cache;
         let hash = cache.hasher.hash_one(self.key);
+        if cache.loads.keeps_failures() {
+            cache.loads.end_failure(hash, self.key);
+        }
         let write = Write {
             hash,
             weight: 1,
-            lifetime: None,
+            span: None,
             gate: cache.gate.as_ref(),
             expiry: &cache.expiry,
             load: None,
@@ -164,7 +168,7 @@ where
             // between is lost.
             let seen = cache.shard(hash).read().peek(hash, self.key);
             let decide = |_: Option<&V>| f(seen.as_ref());
-            let weigh = |key: &K, value: &V| cache.weigh(key, value);
+            let weigh = |key: &K, value: &V| (cache.weigh(key, value), cache.span_of(key, value));
             cache.shard(hash).write().compute(
                 hash,
                 self.key,
@@ -175,7 +179,7 @@ where
                 &mut leftovers,
             )
         } else {
-            let weigh = |key: &K, value: &V| cache.weigh(key, value);
+            let weigh = |key: &K, value: &V| (cache.weigh(key, value), cache.span_of(key, value));
             cache.shard(hash).write().compute(hash, self.key, Q::to_owned, f, weigh, &write, &mut leftovers)
         };
         let keep = cache.listener.is_some();

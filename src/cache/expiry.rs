@@ -39,6 +39,141 @@ pub(crate) fn ticks(duration: Duration) -> u64 {
         .unwrap_or(NEVER)
 }
 
+/// How long one entry lives, how much of that it is fresh, and how long it is kept past
+/// its end for a loader whose load fails: what an
+/// [`expire_after`](super::AdmissionCacheBuilder::expire_after) closure returns for each
+/// value written.
+///
+/// * **Time to live**: after it the entry is gone for [`get`](super::AdmissionCache::get),
+///   `peek`, `iter` and every hit count; a loader loads it anew.
+/// * **Fresh for** (stale-while-revalidate): past it, and before the time to live ends, a
+///   loader that finds the entry returns it at once and one reload of the key starts.
+/// * **Grace** (stale-if-error): the entry is kept this long past its time to live; a
+///   loader that finds it loads anew, and gets this old value if that load fails.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use cuckoo_gate::Lifetime;
+///
+/// // `Cache-Control: max-age=60, stale-while-revalidate=30, stale-if-error=600`:
+/// let http = Lifetime::http(Duration::from_secs(60), Duration::from_secs(30), Duration::from_secs(600));
+/// let by_hand = Lifetime::ttl(Duration::from_secs(90))
+///     .fresh_for(Duration::from_secs(60))
+///     .grace(Duration::from_secs(600));
+/// assert_eq!(http, by_hand);
+/// assert_eq!(Lifetime::forever().fresh_for(Duration::from_secs(5)).time_to_live(), None);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Lifetime {
+    ttl: Option<Duration>,
+    fresh: Option<Duration>,
+    grace: Option<Duration>,
+}
+
+impl Lifetime {
+    /// No deadline: fresh, and alive, until evicted or removed.
+    pub const fn forever() -> Self {
+        Lifetime { ttl: None, fresh: None, grace: None }
+    }
+
+    /// Lives `ttl` from its write, fresh all along, with no grace.
+    pub const fn ttl(ttl: Duration) -> Self {
+        Lifetime { ttl: Some(ttl), fresh: None, grace: None }
+    }
+
+    /// Fresh for `fresh` from its write, then stale until its time to live ends (fresh
+    /// all along if `fresh` is as long).
+    #[must_use]
+    pub const fn fresh_for(self, fresh: Duration) -> Self {
+        Lifetime { fresh: Some(fresh), ..self }
+    }
+
+    /// Kept `grace` past its time to live, for a loader whose load fails (an entry without
+    /// a time to live is never in grace).
+    #[must_use]
+    pub const fn grace(self, grace: Duration) -> Self {
+        Lifetime { grace: Some(grace), ..self }
+    }
+
+    /// HTTP's `Cache-Control` (RFC 9111, RFC 5861): fresh for `max_age`, then served stale
+    /// while it is revalidated for `stale_while_revalidate` more, then kept
+    /// `stale_if_error` for a failing origin.
+    pub fn http(max_age: Duration, stale_while_revalidate: Duration, stale_if_error: Duration) -> Self {
+        Lifetime::ttl(max_age.saturating_add(stale_while_revalidate)).fresh_for(max_age).grace(stale_if_error)
+    }
+
+    /// The time to live, if any.
+    pub const fn time_to_live(&self) -> Option<Duration> {
+        self.ttl
+    }
+
+    /// How long it is fresh, if less than its whole life.
+    pub const fn freshness(&self) -> Option<Duration> {
+        self.fresh
+    }
+
+    /// Its grace past the time to live, if any.
+    pub const fn grace_period(&self) -> Option<Duration> {
+        self.grace
+    }
+
+    /// In ticks.
+    pub(crate) fn span(&self) -> Span {
+        Span {
+            ttl: self.ttl.map_or(NEVER, ticks),
+            fresh: self.fresh.map_or(NEVER, ticks),
+            grace: self.grace.map_or(0, ticks),
+        }
+    }
+}
+
+/// A [`Lifetime`] in ticks: its time to live ([`NEVER`] for none), how long of it the entry
+/// is fresh ([`NEVER`] for all of it), and its grace (0 for none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) ttl: u64,
+    pub(crate) fresh: u64,
+    pub(crate) grace: u64,
+}
+
+impl Span {
+    /// No deadline, fresh all along, no grace.
+    pub(crate) const FOREVER: Span = Span { ttl: NEVER, fresh: NEVER, grace: 0 };
+
+    /// Whether an entry written with this span needs the windows beside its deadline.
+    #[inline]
+    pub(crate) fn windowed(&self) -> bool {
+        self.fresh < self.ttl || self.grace != 0
+    }
+}
+
+/// A length of ticks in 32 bits, as a float: 26 bits of mantissa, and the shift in the top
+/// 6 (within 2^-26 of the length; a length of a day is exact to about 2 ms).
+fn encode(ticks: u64, round_up: bool) -> u32 {
+    let shift = (64 - ticks.leading_zeros()).saturating_sub(MANTISSA);
+    let mut mantissa = ticks >> shift;
+    let mut shift = shift;
+    if round_up && mantissa << shift < ticks {
+        mantissa += 1;
+        if mantissa == 1 << MANTISSA {
+            (mantissa, shift) = (1 << (MANTISSA - 1), shift + 1);
+        }
+    }
+    (shift << MANTISSA) | mantissa as u32
+}
+
+/// The length [`encode`] encoded.
+#[inline]
+fn decode(code: u32) -> u64 {
+    let mantissa = u128::from(code & ((1 << MANTISSA) - 1));
+    (mantissa << (code >> MANTISSA)).min(u128::from(NEVER)) as u64
+}
+
+/// Bits of mantissa in an encoded length.
+const MANTISSA: u32 = 26;
+
 /// The time a cache's expiry is measured by: the system's coarse monotonic clock, or a
 /// [`ManualClock`] that tests move by hand.
 ///
@@ -194,23 +329,27 @@ impl ManualClock {
 #[derive(Debug)]
 pub(crate) struct Expiry {
     pub(crate) clock: Clock,
-    /// Time to live from each write, in ticks ([`NEVER`] for none).
-    pub(crate) ttl: u64,
+    /// The lifetime of an entry written without one of its own: the time to live
+    /// ([`NEVER`] for none), freshness and grace, in ticks.
+    pub(crate) default: Span,
     /// Time to idle from each write and hit, in ticks (0 for none).
     pub(crate) tti: u64,
+    /// Whether every write gives its entry a deadline (a default lifetime, a time to idle,
+    /// or a lifetime computed per entry).
+    timed: bool,
     /// The cache's hold on the ticker, taken when it is built with a lifetime or first
     /// given an entry with one.
     ticker: OnceLock<Option<TickerHold>>,
 }
 
 impl Expiry {
-    pub(crate) fn new(clock: Clock, ttl: Option<Duration>, tti: Option<Duration>) -> Self {
-        let expiry = Expiry {
-            clock,
-            ttl: ttl.map_or(NEVER, ticks),
-            tti: tti.map_or(0, |tti| ticks(tti).max(1)),
-            ticker: OnceLock::new(),
-        };
+    /// The expiry of a cache built with these settings (`per_entry` if a closure gives
+    /// each entry its lifetime).
+    pub(crate) fn new(clock: Clock, default: Lifetime, tti: Option<Duration>, per_entry: bool) -> Self {
+        let default = default.span();
+        let tti = tti.map_or(0, |tti| ticks(tti).max(1));
+        let timed = per_entry || tti != 0 || default.ttl != NEVER || default.windowed();
+        let expiry = Expiry { clock, default, tti, timed, ticker: OnceLock::new() };
         if expiry.by_default() {
             expiry.start();
         }
@@ -228,7 +367,7 @@ impl Expiry {
     /// Whether entries get a deadline without being given a lifetime of their own.
     #[inline]
     pub(crate) fn by_default(&self) -> bool {
-        self.ttl != NEVER || self.tti != 0
+        self.timed
     }
 }
 
@@ -252,6 +391,29 @@ pub(crate) struct Deadlines {
     /// The earliest deadline seen since the sweep last started over from slot 0 (or set
     /// since): `earliest` when the sweep next starts over.
     pass_earliest: u64,
+    /// Each slot's stale window and grace, once the store has held an entry with either.
+    windows: Option<Box<Windows>>,
+}
+
+/// Beside each slot's deadline: how long before it the entry turns stale, and how long
+/// after it the entry is kept in grace, each a length of ticks in 32 bits ([`encode`]; 0
+/// for none). The stale window is rounded up (an entry turns stale a little early, never
+/// late) and the grace down (it ends a little early, never late).
+#[derive(Default)]
+struct Windows {
+    stale: Vec<u32>,
+    grace: Vec<u32>,
+}
+
+/// Where an entry stands at a moment: what a loader does with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Standing {
+    /// Before its freshness ends: a hit.
+    Fresh,
+    /// Past its freshness, before its deadline: served, and reloaded.
+    Stale,
+    /// Past its deadline (in grace, or not yet reclaimed): a miss.
+    Expired,
 }
 
 impl Deadlines {
@@ -268,6 +430,83 @@ impl Deadlines {
             earliest: NEVER,
             lookup_from: if idle { 0 } else { NEVER },
             pass_earliest: NEVER,
+            windows: None,
+        }
+    }
+
+    /// Whether the entry in `slot` has expired at `now` and left its grace: whether it
+    /// may be reclaimed (an entry in grace is expired for lookups, and kept for loaders).
+    #[inline]
+    pub(crate) fn reclaimable(&self, slot: u32, now: u64) -> bool {
+        self.expired(slot, now)
+            && self.windows.as_ref().map_or(true, |windows| {
+                let grace = windows.grace.get(slot as usize).map_or(0, |&code| decode(code));
+                self.at[slot as usize].load(Ordering::Relaxed).saturating_add(grace) <= now
+            })
+    }
+
+    /// Where the entry in `slot` stands at `now` (for a loader: its time to idle is not
+    /// moved).
+    #[inline]
+    pub(crate) fn standing(&self, slot: u32, now: u64) -> Standing {
+        if self.expired(slot, now) {
+            return Standing::Expired;
+        }
+        let stale = match &self.windows {
+            Some(windows) => windows.stale.get(slot as usize).map_or(0, |&code| decode(code)),
+            None => return Standing::Fresh,
+        };
+        let at = self.at.get(slot as usize).map_or(NEVER, |at| at.load(Ordering::Relaxed));
+        if stale != 0 && at.saturating_sub(stale) <= now {
+            Standing::Stale
+        } else {
+            Standing::Fresh
+        }
+    }
+
+    /// Where the entry in the slot that `slot` gives stands now, for a loader's hit (which
+    /// moves an idle deadline on, as [`Deadlines::live_lazy`]'s does): a column without
+    /// stale windows reads nothing more than a `get` does.
+    #[inline(always)]
+    pub(crate) fn look_lazy(&self, slot: impl Fn() -> u32) -> Standing {
+        if !self.live_lazy(&slot, true) {
+            return Standing::Expired;
+        }
+        match &self.windows {
+            None => Standing::Fresh,
+            Some(_) => self.staleness(slot()),
+        }
+    }
+
+    /// Where the entry in `slot`, live a moment ago, stands now.
+    #[inline(never)]
+    fn staleness(&self, slot: u32) -> Standing {
+        self.standing(slot, self.clock.now())
+    }
+
+    /// The time, for a loader's look at a slot.
+    #[inline]
+    pub(crate) fn now(&self) -> u64 {
+        self.clock.now()
+    }
+
+    /// Gives `slot`'s entry, written at `now`, `span`'s lifetime: its deadline, and its
+    /// stale window and grace (made the first time an entry has either).
+    #[inline]
+    pub(crate) fn set_span(&mut self, slot: u32, now: u64, span: Span) {
+        self.set_lifetime(slot, now, span.ttl);
+        if span.windowed() || self.windows.is_some() {
+            let deadline = now.saturating_add(span.ttl);
+            let stale = deadline - now.saturating_add(span.fresh).min(deadline);
+            let grace = if span.ttl == NEVER { 0 } else { span.grace };
+            let windows = self.windows.get_or_insert_with(Box::default);
+            let slot = slot as usize;
+            if windows.stale.len() <= slot {
+                windows.stale.resize(slot + 1, 0);
+                windows.grace.resize(slot + 1, 0);
+            }
+            windows.stale[slot] = encode(stale, true);
+            windows.grace[slot] = encode(grace, false);
         }
     }
 
@@ -399,6 +638,12 @@ impl Deadlines {
         if let Some(at) = self.at.get(slot as usize) {
             at.store(NEVER, Ordering::Relaxed);
         }
+        if let Some(windows) = &mut self.windows {
+            if let Some(stale) = windows.stale.get_mut(slot as usize) {
+                *stale = 0;
+                windows.grace[slot as usize] = 0;
+            }
+        }
     }
 
     /// The next slot, among a few from where the last call stopped, whose entry expired at
@@ -422,7 +667,7 @@ impl Deadlines {
             // Counted even when found expired: the caller may keep the entry (the one it
             // just stored), and the bound must stay at or below every deadline held.
             self.pass_earliest = self.pass_earliest.min(deadline);
-            if deadline <= now {
+            if deadline <= now && self.reclaimable(self.cursor as u32, now) {
                 return Some(self.cursor as u32);
             }
         }
@@ -439,7 +684,7 @@ const SWEEP: usize = 2;
 mod tests {
     use std::time::Duration;
 
-    use super::{recent, ticks, Clock, Deadlines, Expiry, Ordering, NEVER};
+    use super::{recent, ticks, Clock, Deadlines, Expiry, Lifetime, Ordering, NEVER};
 
     #[test]
     fn durations_become_ticks_and_saturate() {
@@ -463,7 +708,7 @@ mod tests {
 
     #[test]
     fn the_sweep_finds_every_expired_slot_and_skips_work_before_the_earliest_deadline() {
-        let mut column = Deadlines::new(0, &Expiry::new(Clock::manual().0, None, None));
+        let mut column = Deadlines::new(0, &Expiry::new(Clock::manual().0, Lifetime::forever(), None, false));
         (0..10).for_each(|slot| column.set(slot, (100 + u64::from(slot), NEVER)));
         assert_eq!(column.next_expired(99), None, "nothing can have expired");
         assert_eq!(column.cursor, 0, "and nothing was looked at");
@@ -487,20 +732,20 @@ mod tests {
 
     #[test]
     fn the_ticker_runs_while_a_cache_holds_it() {
-        let expiry = Expiry::new(Clock::system(), Some(Duration::from_secs(1)), None);
+        let expiry = Expiry::new(Clock::system(), Lifetime::ttl(Duration::from_secs(1)), None, false);
         let before = recent().load(Ordering::Relaxed);
         assert_ne!(before, 0, "lookups load the ticker's reading");
         std::thread::sleep(Duration::from_millis(20));
         assert!(recent().load(Ordering::Relaxed) > before, "the ticker moves it on");
         drop(expiry);
-        let manual = Expiry::new(Clock::manual().0, Some(Duration::from_secs(1)), None);
+        let manual = Expiry::new(Clock::manual().0, Lifetime::ttl(Duration::from_secs(1)), None, false);
         assert!(manual.ticker.get().is_some_and(Option::is_none), "a manual clock needs no ticker");
     }
 
     #[test]
     fn without_a_ticker_lookups_read_the_system_clock() {
         let unticked = Clock { ticks: std::sync::Arc::default(), manual: false };
-        let mut column = Deadlines::new(0, &Expiry::new(unticked, None, None));
+        let mut column = Deadlines::new(0, &Expiry::new(unticked, Lifetime::forever(), None, false));
         column.set(0, (1, NEVER));
         column.set(1, (NEVER - 1, NEVER));
         assert!(!column.live(0, true), "the system's clock is past tick 1");
@@ -509,18 +754,22 @@ mod tests {
 
     #[test]
     fn idle_deadlines_move_on_within_their_cap() {
-        let expiry =
-            Expiry::new(Clock::system(), Some(Duration::from_secs(10)), Some(Duration::from_secs(2)));
+        let expiry = Expiry::new(
+            Clock::system(),
+            Lifetime::ttl(Duration::from_secs(10)),
+            Some(Duration::from_secs(2)),
+            false,
+        );
         let (tti, ttl) = (2u64 << 32, 10u64 << 32);
         let mut column = Deadlines::new(0, &expiry);
-        column.set_lifetime(3, 0, expiry.ttl);
+        column.set_lifetime(3, 0, expiry.default.ttl);
         assert!(!column.expired(3, tti - 1) && column.expired(3, tti));
         column.touch(3, tti - 1, expiry.tti);
         assert!(!column.expired(3, 2 * tti - 2) && column.expired(3, 2 * tti - 1));
         column.touch(3, ttl - 1, expiry.tti);
         assert!(column.expired(3, ttl), "idling never outlives the time to live");
         // A small move is not written.
-        column.set_lifetime(4, 0, expiry.ttl);
+        column.set_lifetime(4, 0, expiry.default.ttl);
         column.touch(4, 1, expiry.tti);
         assert!(column.expired(4, tti));
     }

@@ -351,3 +351,12 @@ mod tests {
         assert_eq!(*lock.read(), (writes, writes), "a write was lost");
     }
 }
+
+#[cfg(all(test, not(cuckoo_gate_loom)))]
+mod layout_tests {
+    #[test]
+    fn the_value_follows_the_two_counters() {
+        // `Store`'s layout counts on its first field starting 16 bytes into the line.
+        assert_eq!(std::mem::offset_of!(super::ShardLock<crate::cache::shard::Shard<u64, u64>>, value), 16);
+    }
+}

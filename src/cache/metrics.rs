@@ -7,9 +7,10 @@ use crate::error::BuildError;
 use crate::gate::GateStats;
 use crate::metrics::{
     Claim, Family, CACHE_ADMITTED_TOTAL, CACHE_CAPACITY, CACHE_ENTRIES, CACHE_EVICTIONS_TOTAL,
-    CACHE_EXPIRATIONS_TOTAL, CACHE_HITS_TOTAL, CACHE_LOADS_COALESCED_TOTAL, CACHE_LOADS_TOTAL,
-    CACHE_LOAD_FAILURES_TOTAL, CACHE_LOAD_WAITERS, CACHE_MISSES_TOTAL, CACHE_REJECTED_TOTAL, CACHE_WEIGHT,
-    GATE_MEMORY_BYTES, GATE_ROTATIONS_TOTAL,
+    CACHE_EXPIRATIONS_TOTAL, CACHE_FAILURES_CACHED_TOTAL, CACHE_FAILURES_KEPT, CACHE_FAILURES_SHARED_TOTAL,
+    CACHE_HITS_TOTAL, CACHE_LOADS_COALESCED_TOTAL, CACHE_LOADS_TOTAL, CACHE_LOAD_FAILURES_TOTAL,
+    CACHE_LOAD_WAITERS, CACHE_MISSES_TOTAL, CACHE_REFRESHES_TOTAL, CACHE_REFRESH_FAILURES_TOTAL,
+    CACHE_REJECTED_TOTAL, CACHE_STALE_SERVED_TOTAL, CACHE_WEIGHT, GATE_MEMORY_BYTES, GATE_ROTATIONS_TOTAL,
 };
 
 /// The series of an admission decision and its gate: a cache's, or those of an admission
@@ -65,5 +66,11 @@ impl CacheMetrics {
         counter!(CACHE_LOADS_COALESCED_TOTAL, &labels).absolute(s.loads_coalesced);
         counter!(CACHE_LOAD_FAILURES_TOTAL, &labels).absolute(s.load_failures);
         gauge!(CACHE_LOAD_WAITERS, &labels).set(s.loads_waiting as f64);
+        counter!(CACHE_REFRESHES_TOTAL, &labels).absolute(s.refreshes);
+        counter!(CACHE_REFRESH_FAILURES_TOTAL, &labels).absolute(s.refresh_failures);
+        counter!(CACHE_STALE_SERVED_TOTAL, &labels).absolute(s.stale_served);
+        counter!(CACHE_FAILURES_SHARED_TOTAL, &labels).absolute(s.failures_shared);
+        counter!(CACHE_FAILURES_CACHED_TOTAL, &labels).absolute(s.failures_cached);
+        gauge!(CACHE_FAILURES_KEPT, &labels).set(s.failures_kept as f64);
     }
 }

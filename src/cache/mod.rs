@@ -9,6 +9,7 @@
 //! * `expiry.rs`: the clock, lifetimes and the column of deadlines.
 //! * `listener.rs`: why entries leave, and the listener told of it.
 //! * `load.rs`, `loader.rs`: coalesced loading.
+//! * `refresh.rs`: reloads of stale entries, and where they run.
 //! * `entry.rs`: the entry API, an atomic read-modify-write of one key.
 //!
 //! Each operation hashes its key once; the hash picks the shard, finds the entry in the
@@ -32,6 +33,7 @@ mod load;
 mod loader;
 mod lock;
 mod policy;
+mod refresh;
 mod shard;
 mod store;
 
@@ -46,15 +48,16 @@ use crossbeam_utils::CachePadded;
 
 pub use self::builder::{AdmissionCacheBuilder, ASSUMED_MEAN_WEIGHT};
 pub use self::entry::{Computed, Entry, Op};
-use self::expiry::{ticks, Expiry};
-pub use self::expiry::{Clock, ManualClock};
+use self::expiry::{ticks, Expiry, Span};
+pub use self::expiry::{Clock, Lifetime, ManualClock};
 pub use self::listener::RemovalCause;
 use self::listener::{report, Listener};
 use self::load::Loads;
 use self::lock::ShardLock;
 pub use self::policy::AdmissionPolicy;
 use self::policy::Removed;
-use self::shard::{Counters, Leftovers, Shard, Write};
+pub use self::refresh::Reload;
+use self::shard::{Counters, Leftovers, Looked, Shard, Write};
 #[cfg(feature = "metrics")]
 use crate::gate::GateStats;
 use crate::gate::SeenBefore;
@@ -126,6 +129,21 @@ pub struct CacheStats {
     /// Callers waiting now for another caller's load (a gauge, not a counter: a number
     /// that stays high means a slow or stuck origin).
     pub loads_waiting: u64,
+    /// Reloads of stale entries started (see
+    /// [`refresh_after`](AdmissionCacheBuilder::refresh_after)).
+    pub refreshes: u64,
+    /// Reloads of stale entries that failed; the old value stayed.
+    pub refresh_failures: u64,
+    /// Loader calls given a stale value: while a reload ran, or (from a stale entry or one
+    /// in grace) in place of an error.
+    pub stale_served: u64,
+    /// Loader calls given the error of the load they waited for (one origin call for all).
+    pub failures_shared: u64,
+    /// Loader calls given a kept failure's error at once (see
+    /// [`failure_ttl`](AdmissionCacheBuilder::failure_ttl)).
+    pub failures_cached: u64,
+    /// Failed loads kept now (a gauge).
+    pub failures_kept: u64,
 }
 
 impl CacheStats {
@@ -179,11 +197,19 @@ pub struct AdmissionCache<K, V> {
     loads: Loads<K, V>,
     expiry: Expiry,
     listener: Option<Listener<K, V>>,
+    /// Each value's own lifetime, if the builder gave a closure for it.
+    expire_after: Option<ExpireAfter<K, V>>,
+    /// Where reloads of stale entries run, if the builder gave a spawner.
+    spawner: Option<Spawner>,
     #[cfg(feature = "metrics")]
     metrics: Option<metrics::CacheMetrics>,
 }
 
 type Weigher<K, V> = Arc<dyn Fn(&K, &V) -> u32 + Send + Sync>;
+
+type ExpireAfter<K, V> = Arc<dyn Fn(&K, &V) -> Lifetime + Send + Sync>;
+
+type Spawner = Arc<dyn Fn(Reload) + Send + Sync>;
 
 /// A shard behind its lock, alone on its cache lines.
 type ShardSlot<K, V> = CachePadded<ShardLock<Shard<K, V>>>;
@@ -226,28 +252,52 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
+        self.request(hash, |shard| shard.get(hash, key), |shard| shard.get_mut(hash, key))
+    }
+
+    /// A loader's look at `key` (of `hash`): [`get`](Self::get), and whether a hit is
+    /// stale.
+    #[inline(always)]
+    fn look<Q>(&self, hash: u64, key: &Q) -> Looked<V>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        self.request(hash, |shard| shard.look(hash, key), |shard| shard.look_mut(hash, key))
+    }
+
+    /// A request for the key of `hash`: `read` under its shard's read lock (`write` under
+    /// the write lock, under [`AdmissionPolicy::Always`], which reorders the shard's LRU
+    /// list), counted as a hit or a miss.
+    #[inline(always)]
+    fn request<R: Hit>(
+        &self,
+        hash: u64,
+        read: impl FnOnce(&Shard<K, V>) -> R,
+        write: impl FnOnce(&mut Shard<K, V>) -> R,
+    ) -> R {
         let shard = self.shard(hash);
         let found = match self.policy {
             AdmissionPolicy::Always => {
                 let mut held = shard.write();
-                let found = held.get_mut(hash, key);
-                if found.is_some() {
+                let found = write(&mut held);
+                if found.is_hit() {
                     held.count_hit();
                 }
                 found
             }
             _ => {
                 let held = shard.read();
-                let found = held.get(hash, key);
+                let found = read(&held);
                 // A hit is counted as the hold is released (a panic in user code above
                 // releases it uncounted).
-                if found.is_some() && held.release_hit() {
+                if found.is_hit() && held.release_hit() {
                     shard.drain_hits();
                 }
                 found
             }
         };
-        if found.is_none() {
+        if !found.is_hit() {
             self.misses.add(0);
         }
         found
@@ -297,16 +347,45 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     #[must_use = "the policy may not store the entry: see `Admission`"]
     pub fn insert_with_ttl(&self, key: K, value: V, ttl: Duration) -> Admission {
         self.expiry.start();
-        self.write(key, value, Some(ticks(ttl)))
+        self.write(key, value, Some(Span { ttl: ticks(ttl), ..self.expiry.default }))
     }
 
-    /// An insert, for `lifetime` ticks if given.
-    fn write(&self, key: K, value: V, lifetime: Option<u64>) -> Admission {
+    /// [`insert`](Self::insert), with a [`Lifetime`] of the entry's own (its time to live,
+    /// freshness and grace: an HTTP response's `Cache-Control`, say) in place of the
+    /// cache's; any cache takes it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cuckoo_gate::{AdmissionCache, Clock, Lifetime};
+    ///
+    /// let (clock, hand) = Clock::manual();
+    /// let cache: AdmissionCache<&str, &str> = AdmissionCache::builder().capacity(100).clock(clock).build()?;
+    /// let lifetime = Lifetime::ttl(Duration::from_secs(60)).grace(Duration::from_secs(600));
+    /// let _ = cache.insert_with_lifetime("/news", "<html>", lifetime);
+    /// hand.advance(Duration::from_secs(60));
+    /// assert_eq!(cache.get(&"/news"), None); // expired, kept in grace for loaders
+    /// assert_eq!(cache.try_get_or_insert_with(&"/news", || Err("down")), Ok("<html>"));
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    #[must_use = "the policy may not store the entry: see `Admission`"]
+    pub fn insert_with_lifetime(&self, key: K, value: V, lifetime: Lifetime) -> Admission {
+        self.expiry.start();
+        self.write(key, value, Some(lifetime.span()))
+    }
+
+    /// An insert, with `span` if given (else the entry's own from `expire_after`, or the
+    /// cache's).
+    fn write(&self, key: K, value: V, span: Option<Span>) -> Admission {
         let hash = self.hasher.hash_one(&key);
+        if self.loads.keeps_failures() {
+            self.loads.end_failure(hash, &key);
+        }
         let write = Write {
             hash,
             weight: self.weigh(&key, &value),
-            lifetime,
+            span: span.or_else(|| self.span_of(&key, &value)),
             gate: self.gate.as_ref(),
             expiry: &self.expiry,
             load: None,
@@ -335,6 +414,12 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     #[inline]
     fn report_removed(&self, removed: Removed<K, V>) {
         report(self.listener.as_ref(), removed);
+    }
+
+    /// The lifetime the builder's `expire_after` closure gives an entry, if it gave one.
+    #[inline]
+    fn span_of(&self, key: &K, value: &V) -> Option<Span> {
+        self.expire_after.as_ref().map(|lifetime| lifetime(key, value).span())
     }
 
     /// The entry's weight: the weigher's, at least 1; 1 without a weigher.
@@ -411,6 +496,9 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hasher.hash_one(key);
+        if self.loads.keeps_failures() {
+            self.loads.end_failure(hash, key);
+        }
         let (key, value, cause) = self.shard(hash).write().remove(hash, key, &self.expiry)?;
         // An expired value is not the caller's, but the listener is told of it.
         let removed = cause == RemovalCause::Removed;
@@ -705,8 +793,14 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
             misses: self.misses.sum(0),
             loads: loads.counts.sum(load::STARTED),
             loads_coalesced: loads.counts.sum(load::COALESCED),
-            load_failures: loads.counts.sum(load::FAILED),
+            load_failures: loads.counts.sum(load::FAILED) + loads.counts.sum(load::REFRESH_FAILED),
             loads_waiting: loads.waiting.load(Ordering::Relaxed),
+            refreshes: loads.counts.sum(load::REFRESHED),
+            refresh_failures: loads.counts.sum(load::REFRESH_FAILED),
+            stale_served: loads.counts.sum(load::STALE_SERVED),
+            failures_shared: loads.counts.sum(load::FAILURES_SHARED),
+            failures_cached: loads.counts.sum(load::FAILURES_CACHED),
+            failures_kept: loads.kept.load(Ordering::Relaxed),
             ..CacheStats::default()
         };
         let mut entries = 0;
@@ -721,6 +815,25 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
             entries += shard.len();
         }
         (total, entries)
+    }
+}
+
+/// What a request found: a hit, or not.
+trait Hit {
+    fn is_hit(&self) -> bool;
+}
+
+impl<V> Hit for Option<V> {
+    #[inline(always)]
+    fn is_hit(&self) -> bool {
+        self.is_some()
+    }
+}
+
+impl<V> Hit for Looked<V> {
+    #[inline(always)]
+    fn is_hit(&self) -> bool {
+        !matches!(self, Looked::Miss)
     }
 }
 

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use hashbrown::HashTable;
 
-use super::expiry::{Expiry, NEVER};
+use super::expiry::{Expiry, Span, Standing};
 use super::listener::RemovalCause;
 use super::policy::{Policy, Removed, SharedSplit, MAX_FREQ};
 use super::store::{Queue, Store};
@@ -33,6 +33,8 @@ pub(crate) struct Counters {
     pub(crate) expirations: u64,
 }
 
+/// The store first (`repr(C)`), where its layout expects to be (see `Store`).
+#[repr(C)]
 pub(crate) struct Shard<K, V> {
     store: Store<K, V>,
     policy: Policy,
@@ -74,13 +76,35 @@ impl<K, V> Leftovers<K, V> {
 pub(crate) struct Write<'a> {
     pub(crate) hash: u64,
     pub(crate) weight: u32,
-    /// The entry's own time to live, in ticks; the cache's default if `None`.
-    pub(crate) lifetime: Option<u64>,
+    /// The entry's own lifetime, in ticks; the cache's default if `None`.
+    pub(crate) span: Option<Span>,
     pub(crate) gate: Option<&'a SeenBefore>,
     pub(crate) expiry: &'a Expiry,
     /// The load this write stores the value of ([`Shard::begin_load`]'s ticket): stored
     /// only if no write to the key came since the load began.
     pub(crate) load: Option<usize>,
+}
+
+/// What a leader found as its load began (see [`Shard::begin_load`]).
+pub(crate) enum Begun<V> {
+    /// The key is held (and fresh, or stale to a caller that missed): no load.
+    Live(V),
+    /// The key is held and stale: a reload, registered; the old value.
+    Stale(V),
+    /// The key expired and is in grace: a load, registered; the old value, for a failure.
+    Grace(V),
+    /// The key is not held: a load, registered.
+    Absent,
+}
+
+/// What a loader's look at its key found.
+pub(crate) enum Looked<V> {
+    /// A hit.
+    Fresh(V),
+    /// A hit on a stale entry: to be reloaded.
+    Stale(V),
+    /// A miss.
+    Miss,
 }
 
 /// What a compute did (see [`Shard::compute`]).
@@ -167,6 +191,54 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         Some(entry.value.clone())
     }
 
+    /// A loader's lookup under the read lock: [`Shard::get`], and whether a hit is stale.
+    #[inline(always)]
+    pub(crate) fn look<Q: ?Sized + Eq>(&self, hash: u64, key: &Q) -> Looked<V>
+    where
+        K: Borrow<Q>,
+    {
+        let Some(entry) = self.store.find_entry(hash, key) else {
+            return Looked::Miss;
+        };
+        let mut stale = false;
+        if let Some(deadlines) = self.store.deadlines() {
+            crate::primitive::cold_path();
+            match deadlines.look_lazy(|| self.store.index_of(entry)) {
+                Standing::Fresh => {}
+                Standing::Stale => stale = true,
+                Standing::Expired => return Looked::Miss,
+            }
+        }
+        entry.touch(MAX_FREQ);
+        let value = entry.value.clone();
+        if stale {
+            Looked::Stale(value)
+        } else {
+            Looked::Fresh(value)
+        }
+    }
+
+    /// [`Shard::look`] under the write lock, for LRU: a hit becomes most recently used.
+    pub(crate) fn look_mut<Q: ?Sized + Eq>(&mut self, hash: u64, key: &Q) -> Looked<V>
+    where
+        K: Borrow<Q>,
+    {
+        let Some(index) = self.find_live(hash, key, true) else {
+            return Looked::Miss;
+        };
+        let stale = self
+            .store
+            .deadlines()
+            .is_some_and(|deadlines| deadlines.standing(index, deadlines.now()) == Standing::Stale);
+        self.store.requeue(index, Queue::Main);
+        let value = self.store.entry(index).value.clone();
+        if stale {
+            Looked::Stale(value)
+        } else {
+            Looked::Fresh(value)
+        }
+    }
+
     /// A lookup that is not a request: the entry's order, frequency and idle time stay
     /// as they are.
     pub(crate) fn peek<Q: ?Sized + Eq>(&self, hash: u64, key: &Q) -> Option<V>
@@ -230,17 +302,21 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         // nothing if the key was written since the load began.
         let replace = match write.load {
             None => {
-                self.written(hash);
+                if !crate::broken::WRITE_IGNORES_RELOAD {
+                    self.written(hash);
+                }
                 true
             }
             Some(ticket) if self.end_load(hash, ticket) => return Admission::Updated,
-            Some(_) => false,
+            // No write came since the load began: what the key holds is what the load was
+            // to replace (a stale entry, or one in grace), or nothing.
+            Some(_) => true,
         };
         let before = (out.removed.evicted, out.removed.expired);
-        let timed = self.store.deadlines().is_some() || write.lifetime.is_some() || write.expiry.by_default();
-        let (now, lifetime) = match timed {
-            true => (write.expiry.clock.now(), write.lifetime.unwrap_or(write.expiry.ttl)),
-            false => (0, NEVER),
+        let timed = self.store.deadlines().is_some() || write.span.is_some() || write.expiry.by_default();
+        let (now, span) = match timed {
+            true => (write.expiry.clock.now(), write.span.unwrap_or(write.expiry.default)),
+            false => (0, Span::FOREVER),
         };
         let too_heavy = u64::from(weight) > self.policy.capacity;
         // The offered entry waits in `out` while `K::eq` runs: if it panics, the entry is
@@ -271,7 +347,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 (Admission::TooHeavy, None)
             }
             Some(index) => {
-                let old = self.update(index, value, weight, now, lifetime, timed, write.expiry);
+                let old = self.update(index, value, weight, now, span, timed, write.expiry);
                 out.removed.push((key, old), RemovalCause::Replaced);
                 (Admission::Updated, Some(index))
             }
@@ -284,7 +360,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 Some(queue) => {
                     let index = self.store.insert(key, value, hash, weight, queue);
                     if timed {
-                        self.store.set_deadline(index, now, lifetime, write.expiry);
+                        self.store.set_deadline(index, now, span, write.expiry);
                     }
                     self.counters.admitted += 1;
                     (Admission::Admitted, Some(index))
@@ -301,7 +377,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     }
 
     /// Gives the entry at `index` its new `value` of `weight`, written at `now` to live
-    /// `lifetime` ticks (if `timed`), as a request on it; returns the old value.
+    /// `span` (if `timed`), as a request on it; returns the old value.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn update(
@@ -310,7 +386,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         value: V,
         weight: u32,
         now: u64,
-        lifetime: u64,
+        span: Span,
         timed: bool,
         expiry: &Expiry,
     ) -> V {
@@ -325,7 +401,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             self.store.reweigh(index, weight);
         }
         if timed {
-            self.store.set_deadline(index, now, lifetime, expiry);
+            self.store.set_deadline(index, now, span, expiry);
         }
         old
     }
@@ -371,7 +447,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             return;
         }
         let expired: Vec<u32> =
-            self.store.indices().filter(|&index| self.store.expired(index, now)).collect();
+            self.store.indices().filter(|&index| self.store.reclaimable(index, now)).collect();
         for index in expired {
             let old = self.store.remove(index);
             out.push((old.key, old.value), RemovalCause::Expired);
@@ -420,14 +496,34 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
 
     /// A leader begins its load of `key` (of `hash`, the load's `ticket`): the live value
     /// if the key is held now (another caller's load stored it since this caller missed),
-    /// or else the load is registered, and a write to the key from now on marks it.
-    pub(crate) fn begin_load<Q: ?Sized + Eq>(&mut self, hash: u64, key: &Q, ticket: usize) -> Option<V>
+    /// or else the load is registered, and a write to the key from now on marks it. A
+    /// stale entry is a reload's to `refresh` (and live to a caller that missed); one in
+    /// grace is expired, its value kept for a failed load.
+    pub(crate) fn begin_load<Q: ?Sized + Eq>(
+        &mut self,
+        hash: u64,
+        key: &Q,
+        ticket: usize,
+        refresh: bool,
+    ) -> Begun<V>
     where
         K: Borrow<Q>,
     {
-        if let Some(index) = self.find_live(hash, key, false) {
-            return Some(self.store.entry(index).value.clone());
-        }
+        let found = self.store.find(hash, key);
+        let begun = match (found, self.store.deadlines()) {
+            (None, _) => Begun::Absent,
+            (Some(index), None) => return Begun::Live(self.store.entry(index).value.clone()),
+            (Some(index), Some(deadlines)) => {
+                let now = deadlines.now();
+                let value = || self.store.entry(index).value.clone();
+                match deadlines.standing(index, now) {
+                    Standing::Stale if refresh => Begun::Stale(value()),
+                    Standing::Fresh | Standing::Stale => return Begun::Live(value()),
+                    Standing::Expired if deadlines.reclaimable(index, now) => Begun::Absent,
+                    Standing::Expired => Begun::Grace(value()),
+                }
+            }
+        };
         match self.loading.find_mut(hash, |p| p.ticket == ticket) {
             // A load handed to a new leader starts again.
             Some(pending) => pending.written = false,
@@ -435,7 +531,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 _ = self.loading.insert_unique(hash, Pending { hash, ticket, written: false }, |p| p.hash)
             }
         }
-        None
+        begun
     }
 
     /// The load of `ticket` ends: whether the key was written since it began.
@@ -463,9 +559,9 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     }
 
     /// An atomic read-modify-write of `key` (of `hash`): `decide` sees its live value and
-    /// says what becomes of it; `weigh` weighs a new value. Both run under the write lock,
-    /// before anything changes. A stored value is not subject to admission (the caller
-    /// asked for it by name) and lives for the cache's time to live; a new key is placed
+    /// says what becomes of it; `assess` weighs a new value and gives its lifetime (if of
+    /// its own). Both run under the write lock, before anything changes. A stored value is
+    /// not subject to admission (the caller asked for it by name); a new key is placed
     /// as the policy places a new key, and eviction spares it. Loads of the key in flight
     /// will not store their values, whatever `decide` says.
     #[allow(clippy::too_many_arguments)]
@@ -475,7 +571,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         key: &Q,
         make_key: impl FnOnce(&Q) -> K,
         decide: impl FnOnce(Option<&V>) -> Op<V>,
-        weigh: impl FnOnce(&K, &V) -> u32,
+        assess: impl FnOnce(&K, &V) -> (u32, Option<Span>),
         write: &Write<'_>,
         out: &mut Leftovers<K, V>,
     ) -> Outcome<K, V>
@@ -485,7 +581,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         if !crate::broken::COMPUTE_IGNORES_LOAD {
             self.written(hash);
         }
-        let timed = self.store.deadlines().is_some() || write.expiry.by_default();
+        let timed = self.store.deadlines().is_some() || write.span.is_some() || write.expiry.by_default();
         let now = if timed { write.expiry.clock.now() } else { 0 };
         let mut found = self.store.find(hash, key);
         if let Some(index) = found.filter(|&index| timed && self.store.expired(index, now)) {
@@ -506,7 +602,8 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         };
         let (outcome, spare) = match found {
             Some(index) => {
-                let weight = weigh(&self.store.entry(index).key, &value).max(1);
+                let (weight, span) = assess(&self.store.entry(index).key, &value);
+                let weight = weight.max(1);
                 if u64::from(weight) > self.policy.capacity {
                     // As an insert's: the key leaves rather than keep a replaced value.
                     let old = self.store.remove(index);
@@ -514,12 +611,14 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                     self.counters.rejected += 1;
                     return Outcome::TooHeavy(Some(value));
                 }
-                let old = self.update(index, value, weight, now, write.expiry.ttl, timed, write.expiry);
+                let span = span.or(write.span).unwrap_or(write.expiry.default);
+                let old = self.update(index, value, weight, now, span, timed, write.expiry);
                 (Outcome::Updated(old), index)
             }
             None => {
                 let key = make_key(key);
-                let weight = weigh(&key, &value).max(1);
+                let (weight, span) = assess(&key, &value);
+                let weight = weight.max(1);
                 if u64::from(weight) > self.policy.capacity {
                     out.unkept = Some((key, value));
                     self.counters.rejected += 1;
@@ -528,7 +627,8 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 let queue = self.policy.place(&self.store, hash, weight);
                 let index = self.store.insert(key, value, hash, weight, queue);
                 if timed {
-                    self.store.set_deadline(index, now, write.expiry.ttl, write.expiry);
+                    let span = span.or(write.span).unwrap_or(write.expiry.default);
+                    self.store.set_deadline(index, now, span, write.expiry);
                 }
                 self.counters.admitted += 1;
                 (Outcome::Inserted, index)
@@ -544,5 +644,13 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         self.loading.iter_mut().for_each(|p| p.written = true);
         let empty = self.store.emptied();
         std::mem::replace(&mut self.store, empty)
+    }
+}
+
+#[cfg(all(test, not(cuckoo_gate_loom)))]
+mod tests {
+    #[test]
+    fn the_store_comes_first() {
+        assert_eq!(std::mem::offset_of!(super::Shard<u64, u64>, store), 0);
     }
 }

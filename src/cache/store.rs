@@ -16,7 +16,7 @@ use std::borrow::Borrow;
 
 use hashbrown::HashTable;
 
-use super::expiry::{Deadlines, Expiry};
+use super::expiry::{Deadlines, Expiry, Span};
 use crate::primitive::{prefetch, AtomicU8, Ordering};
 
 /// Which queue an entry is on.
@@ -249,24 +249,30 @@ impl<K, V> Store<K, V> {
         self.deadlines.as_ref().is_some_and(|deadlines| deadlines.expired(index, now))
     }
 
-    /// Gives the entry at `index`, written at `now`, `lifetime` ticks to live (and the
-    /// cache's time to idle); the column is made (kept by `expiry`) the first time an
-    /// entry gets a deadline at all.
+    /// Whether the entry at `index` expired at `now` and left its grace.
+    #[inline]
+    pub(crate) fn reclaimable(&self, index: u32, now: u64) -> bool {
+        self.deadlines.as_ref().is_some_and(|deadlines| deadlines.reclaimable(index, now))
+    }
+
+    /// Gives the entry at `index`, written at `now`, `span`'s lifetime (and the cache's
+    /// time to idle); the column is made (kept by `expiry`) the first time an entry gets a
+    /// deadline at all.
     #[inline(always)]
-    pub(crate) fn set_deadline(&mut self, index: u32, now: u64, lifetime: u64, expiry: &Expiry) {
+    pub(crate) fn set_deadline(&mut self, index: u32, now: u64, span: Span, expiry: &Expiry) {
         match &mut self.deadlines {
-            Some(deadlines) => deadlines.set_lifetime(index, now, lifetime),
-            None if lifetime == super::expiry::NEVER && expiry.tti == 0 => {}
-            None => self.start_deadlines(index, now, lifetime, expiry),
+            Some(deadlines) => deadlines.set_span(index, now, span),
+            None if span.ttl == super::expiry::NEVER && !span.windowed() && expiry.tti == 0 => {}
+            None => self.start_deadlines(index, now, span, expiry),
         }
     }
 
     /// [`Store::set_deadline`]'s first deadline: makes the column.
     #[cold]
     #[inline(never)]
-    fn start_deadlines(&mut self, index: u32, now: u64, lifetime: u64, expiry: &Expiry) {
+    fn start_deadlines(&mut self, index: u32, now: u64, span: Span, expiry: &Expiry) {
         let mut deadlines = Deadlines::new(self.slots.len(), expiry);
-        deadlines.set_lifetime(index, now, lifetime);
+        deadlines.set_span(index, now, span);
         self.deadlines = Some(Box::new(deadlines));
     }
 
@@ -587,6 +593,20 @@ mod tests {
             order.push(store.remove_tail(tail).key);
         }
         assert_eq!(order, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    }
+
+    #[test]
+    fn a_lookup_reads_two_lines_of_its_shard() {
+        use std::mem::offset_of;
+        // The store starts 16 bytes into its shard's 128-byte slot (after the lock's
+        // state and drained count): the slab's vector shares the state's line, and the
+        // table and the deadlines' pointer the next, apart from the queues.
+        type S = Store<u64, u64>;
+        let at = |offset: usize| 16 + offset;
+        assert!(at(offset_of!(S, slots)) + size_of::<Vec<Option<Entry<u64, u64>>>>() <= 64);
+        assert!(at(offset_of!(S, table)) >= 64);
+        assert!(at(offset_of!(S, deadlines)) + 8 <= 128);
+        assert!(at(offset_of!(S, queues)) >= 128);
     }
 
     #[test]
