@@ -24,12 +24,13 @@ budget() {
         get-or-insert-async) echo "x1.16 of get" ;;
         get-ttl) echo 122 ;;
         get-or-insert-ttl) echo "x1.05 of get-ttl" ;;
+        get-or-insert-fresh) echo "x1.15 of get" ;;
         *) echo "" ;;
     esac
 }
 declare -A per
 over=0
-for call in get get-or-insert get-or-insert-async get-ttl get-or-insert-ttl get-tti; do
+for call in get get-or-insert get-or-insert-async get-ttl get-or-insert-ttl get-or-insert-fresh get-tti; do
     one=$(count "$call" "$n")
     two=$(count "$call" $((2 * n)))
     per[$call]=$(python3 -c "print(f'{($two - $one) / $n:.2f}')")

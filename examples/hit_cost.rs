@@ -9,7 +9,9 @@
 //! CALL is one of [`CALLS`]: `get`, `get-or-insert` (`get_or_insert_with`),
 //! `get-or-insert-async` (`get_or_insert_async`, polled once: a hit completes at once),
 //! each on a cache without expiry; `get-ttl` and `get-or-insert-ttl` on a cache with a
-//! time to live of an hour; `get-tti` with a time to idle of an hour.
+//! time to live of an hour; `get-or-insert-fresh` with a time to live of an hour and a
+//! freshness of half of it (every hit tests its entry's stale window); `get-tti` with a
+//! time to idle of an hour.
 //!
 //! Fills a cache of 100k `u64` entries (default policy, capacity 200k, so that every key
 //! stays), then looks up N resident keys, in a pseudo-random order, through the call
@@ -28,8 +30,15 @@ use cuckoo_gate::AdmissionCache;
 const KEYS: u64 = 100_000;
 
 /// The calls measured.
-const CALLS: [&str; 6] =
-    ["get", "get-or-insert", "get-or-insert-async", "get-ttl", "get-or-insert-ttl", "get-tti"];
+const CALLS: [&str; 7] = [
+    "get",
+    "get-or-insert",
+    "get-or-insert-async",
+    "get-ttl",
+    "get-or-insert-ttl",
+    "get-or-insert-fresh",
+    "get-tti",
+];
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -45,6 +54,7 @@ fn main() {
     let hour = Duration::from_secs(3_600);
     let builder = match call.as_str() {
         "get-ttl" | "get-or-insert-ttl" => builder.time_to_live(hour),
+        "get-or-insert-fresh" => builder.time_to_live(hour).refresh_after(hour / 2),
         "get-tti" => builder.time_to_idle(hour),
         _ => builder,
     };

@@ -161,14 +161,17 @@ fn encode(ticks: u64, round_up: bool) -> u32 {
             (mantissa, shift) = (1 << (MANTISSA - 1), shift + 1);
         }
     }
+    if shift > 64 - MANTISSA {
+        // Past 2^64 - 2^38 ticks (the end of time, give or take a minute): the longest.
+        (mantissa, shift) = ((1 << MANTISSA) - 1, 64 - MANTISSA);
+    }
     (shift << MANTISSA) | mantissa as u32
 }
 
-/// The length [`encode`] encoded.
+/// The length [`encode`] encoded (its shift is at most 38, so nothing is shifted out).
 #[inline]
 fn decode(code: u32) -> u64 {
-    let mantissa = u128::from(code & ((1 << MANTISSA) - 1));
-    (mantissa << (code >> MANTISSA)).min(u128::from(NEVER)) as u64
+    u64::from(code & ((1 << MANTISSA) - 1)) << (code >> MANTISSA)
 }
 
 /// Bits of mantissa in an encoded length.
@@ -377,7 +380,9 @@ pub(crate) struct Deadlines {
     /// beyond the column to check a deadline.
     clock: Clock,
     tti: u64,
-    /// When each slot's entry expires.
+    /// When each slot's entry stops being fresh: its deadline, or, for an entry with a
+    /// stale window, the start of that window (its deadline is then the window's end), so
+    /// that a fresh entry is told by one load whether a `get` or a loader looks.
     at: Vec<AtomicU64>,
     /// Under time to idle, each slot's time-to-live cap, which hits do not move.
     caps: Option<Vec<u64>>,
@@ -395,10 +400,10 @@ pub(crate) struct Deadlines {
     windows: Option<Box<Windows>>,
 }
 
-/// Beside each slot's deadline: how long before it the entry turns stale, and how long
-/// after it the entry is kept in grace, each a length of ticks in 32 bits ([`encode`]; 0
-/// for none). The stale window is rounded up (an entry turns stale a little early, never
-/// late) and the grace down (it ends a little early, never late).
+/// Beside each slot's time in `at` (when its entry stops being fresh): how long after it
+/// the entry expires (its stale window), and how long after that it is kept in grace, each
+/// a length of ticks in 32 bits ([`encode`]; 0 for none). Both are rounded down: an entry
+/// expires, and leaves its grace, a little early, never late.
 #[derive(Default)]
 struct Windows {
     stale: Vec<u32>,
@@ -434,6 +439,16 @@ impl Deadlines {
         }
     }
 
+    /// The stale window of the entry in `slot` (0 for none): its deadline is its time in
+    /// `at` plus this.
+    #[inline]
+    fn window(&self, slot: u32) -> u64 {
+        self.windows
+            .as_ref()
+            .and_then(|windows| windows.stale.get(slot as usize))
+            .map_or(0, |&code| decode(code))
+    }
+
     /// Whether the entry in `slot` has expired at `now` and left its grace: whether it
     /// may be reclaimed (an entry in grace is expired for lookups, and kept for loaders).
     #[inline]
@@ -441,7 +456,8 @@ impl Deadlines {
         self.expired(slot, now)
             && self.windows.as_ref().map_or(true, |windows| {
                 let grace = windows.grace.get(slot as usize).map_or(0, |&code| decode(code));
-                self.at[slot as usize].load(Ordering::Relaxed).saturating_add(grace) <= now
+                let at = self.at[slot as usize].load(Ordering::Relaxed);
+                at.saturating_add(self.window(slot)).saturating_add(grace) <= now
             })
     }
 
@@ -449,39 +465,42 @@ impl Deadlines {
     /// moved).
     #[inline]
     pub(crate) fn standing(&self, slot: u32, now: u64) -> Standing {
-        if self.expired(slot, now) {
-            return Standing::Expired;
-        }
-        let stale = match &self.windows {
-            Some(windows) => windows.stale.get(slot as usize).map_or(0, |&code| decode(code)),
-            None => return Standing::Fresh,
-        };
-        let at = self.at.get(slot as usize).map_or(NEVER, |at| at.load(Ordering::Relaxed));
-        if stale != 0 && at.saturating_sub(stale) <= now {
-            Standing::Stale
-        } else {
-            Standing::Fresh
+        // A slot past the column's end has never had a deadline.
+        match self.at.get(slot as usize).map_or(NEVER, |at| at.load(Ordering::Relaxed)) {
+            at if at > now => Standing::Fresh,
+            at if at.saturating_add(self.window(slot)) > now => Standing::Stale,
+            _ => Standing::Expired,
         }
     }
 
     /// Where the entry in the slot that `slot` gives stands now, for a loader's hit (which
-    /// moves an idle deadline on, as [`Deadlines::live_lazy`]'s does): a column without
-    /// stale windows reads nothing more than a `get` does.
+    /// moves an idle deadline on, as [`Deadlines::live_lazy`]'s does): before the column's
+    /// earliest time every entry is fresh, and a fresh one costs one load.
     #[inline(always)]
     pub(crate) fn look_lazy(&self, slot: impl Fn() -> u32) -> Standing {
-        if !self.live_lazy(&slot, true) {
-            return Standing::Expired;
-        }
-        match &self.windows {
-            None => Standing::Fresh,
-            Some(_) => self.staleness(slot()),
+        match self.clock.ticked() {
+            0 => self.look_unticked(slot()),
+            now if now < self.lookup_from => Standing::Fresh,
+            now => self.look_at(slot(), now),
         }
     }
 
-    /// Where the entry in `slot`, live a moment ago, stands now.
+    /// [`Deadlines::look_lazy`] while no ticker runs (see [`Deadlines::live_unticked`]).
+    #[cold]
     #[inline(never)]
-    fn staleness(&self, slot: u32) -> Standing {
-        self.standing(slot, self.clock.now())
+    fn look_unticked(&self, slot: u32) -> Standing {
+        self.look_at(slot, coarse_now())
+    }
+
+    /// [`Deadlines::look_lazy`] past the bound, out of line: the entry's time, and under
+    /// time to idle its move.
+    #[inline(never)]
+    fn look_at(&self, slot: u32, now: u64) -> Standing {
+        let standing = self.standing(slot, now);
+        if self.tti != 0 && standing != Standing::Expired {
+            self.touch(slot, now, self.tti);
+        }
+        standing
     }
 
     /// The time, for a loader's look at a slot.
@@ -491,32 +510,42 @@ impl Deadlines {
     }
 
     /// Gives `slot`'s entry, written at `now`, `span`'s lifetime: its deadline, and its
-    /// stale window and grace (made the first time an entry has either).
+    /// stale window and grace (made the first time an entry has either). Under time to
+    /// idle an entry has neither: its deadline moves with its hits.
     #[inline]
     pub(crate) fn set_span(&mut self, slot: u32, now: u64, span: Span) {
-        self.set_lifetime(slot, now, span.ttl);
-        if span.windowed() || self.windows.is_some() {
-            let deadline = now.saturating_add(span.ttl);
-            let stale = deadline - now.saturating_add(span.fresh).min(deadline);
-            let grace = if span.ttl == NEVER { 0 } else { span.grace };
-            let windows = self.windows.get_or_insert_with(Box::default);
-            let slot = slot as usize;
-            if windows.stale.len() <= slot {
-                windows.stale.resize(slot + 1, 0);
-                windows.grace.resize(slot + 1, 0);
-            }
-            windows.stale[slot] = encode(stale, true);
-            windows.grace[slot] = encode(grace, false);
+        if self.tti != 0 || !(span.windowed() || self.windows.is_some()) {
+            self.set_lifetime(slot, now, span.ttl);
+            return;
         }
+        let deadline = now.saturating_add(span.ttl);
+        let fresh_until = now.saturating_add(span.fresh).min(deadline);
+        // Rounded down: the deadline the column keeps is at or before the true one.
+        let window = encode(deadline - fresh_until, false);
+        let grace = if span.ttl == NEVER { 0 } else { span.grace };
+        self.put(slot as usize, fresh_until);
+        let windows = self.windows.get_or_insert_with(Box::default);
+        let slot = slot as usize;
+        if windows.stale.len() <= slot {
+            windows.stale.resize(slot + 1, 0);
+            windows.grace.resize(slot + 1, 0);
+        }
+        windows.stale[slot] = window;
+        windows.grace[slot] = encode(grace, false);
     }
 
     /// Whether the entry in `slot` has expired at `now`. Before the column's earliest
-    /// deadline nothing has, and the slot's deadline is not read (a cache miss saved on
-    /// every lookup and every entry eviction passes over).
+    /// time nothing has, and the slot's time is not read (a cache miss saved on every
+    /// lookup and every entry eviction passes over); an entry past its time but within its
+    /// stale window is live.
     #[inline]
     pub(crate) fn expired(&self, slot: u32, now: u64) -> bool {
         // A slot past the column's end has never had a deadline.
-        now >= self.earliest && self.at.get(slot as usize).is_some_and(|at| at.load(Ordering::Relaxed) <= now)
+        now >= self.earliest
+            && self.at.get(slot as usize).is_some_and(|at| {
+                let at = at.load(Ordering::Relaxed);
+                at <= now && (self.windows.is_none() || at.saturating_add(self.window(slot)) <= now)
+            })
     }
 
     /// Whether the entry in `slot` is live now; a `hit` on it moves an idle deadline on.
@@ -546,14 +575,17 @@ impl Deadlines {
 
     #[inline(always)]
     fn live_at(&self, slot: impl Fn() -> u32, hit: bool, now: u64) -> bool {
-        if now < self.lookup_from {
-            return true;
-        }
-        if self.expired(slot(), now) {
+        now < self.lookup_from || self.live_past(slot(), hit, now)
+    }
+
+    /// [`Deadlines::live_at`] past the bound, out of line: a lookup inlines only the bound.
+    #[inline(never)]
+    fn live_past(&self, slot: u32, hit: bool, now: u64) -> bool {
+        if self.expired(slot, now) {
             return false;
         }
         if hit && self.tti != 0 {
-            self.touch(slot(), now, self.tti);
+            self.touch(slot, now, self.tti);
         }
         true
     }

@@ -143,11 +143,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     {
         let hash = self.hasher.hash_one(key);
         // The hit inline, as a `get`'s; the rest out of line.
-        match self.look(hash, key) {
-            Looked::Fresh(value) => Ok(value),
-            Looked::Stale(old) => self.load_with(key, hash, Some(old), make),
-            Looked::Miss => self.load_with(key, hash, None, make),
-        }
+        self.look(hash, key, Ok, |looked| self.load_with(key, hash, looked.stale(), make))
     }
 
     /// [`try_get_or_insert_with`](Self::try_get_or_insert_with) after its look found the
@@ -222,10 +218,9 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     {
         let hash = self.hasher.hash_one(key);
         // The hit before any other future is made: it completes with no state but this.
-        let stale = match self.look(hash, key) {
-            Looked::Fresh(value) => return value,
-            Looked::Stale(old) => Some(old),
-            Looked::Miss => None,
+        let stale = match self.look(hash, key, Ok, |looked| Err(looked.stale())) {
+            Ok(value) => return value,
+            Err(stale) => stale,
         };
         let load = async { Ok::<V, Infallible>(load.await) };
         match self.load_async(key, hash, stale, load).await {
@@ -267,10 +262,9 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         E: Clone + Send + Sync + 'static,
     {
         let hash = self.hasher.hash_one(key);
-        let stale = match self.look(hash, key) {
-            Looked::Fresh(value) => return Ok(value),
-            Looked::Stale(old) => Some(old),
-            Looked::Miss => None,
+        let stale = match self.look(hash, key, Ok, |looked| Err(looked.stale())) {
+            Ok(value) => return Ok(value),
+            Err(stale) => stale,
         };
         self.load_async(key, hash, stale, load).await
     }
@@ -460,14 +454,12 @@ where
         E: Clone + Send + Sync + 'static,
     {
         let hash = self.hasher.hash_one(key);
-        match self.look(hash, key) {
-            Looked::Fresh(value) => Ok(value),
+        self.look(hash, key, Ok, |looked| match looked {
             Looked::Stale(old) if self.spawner.is_some() => {
                 Ok(self.refresh_in_background(key, hash, old, async move { make() }))
             }
-            Looked::Stale(old) => self.load_with(key, hash, Some(old), make),
-            Looked::Miss => self.load_with(key, hash, None, make),
-        }
+            looked => self.load_with(key, hash, looked.stale(), make),
+        })
     }
 
     /// [`try_get_or_insert_async`](Self::try_get_or_insert_async) that reloads a stale
@@ -513,13 +505,12 @@ where
         E: Clone + Send + Sync + 'static,
     {
         let hash = self.hasher.hash_one(key);
-        let stale = match self.look(hash, key) {
-            Looked::Fresh(value) => return Ok(value),
-            Looked::Stale(old) if self.spawner.is_some() => {
+        let stale = match self.look(hash, key, Ok, Err) {
+            Ok(value) => return Ok(value),
+            Err(Looked::Stale(old)) if self.spawner.is_some() => {
                 return Ok(self.refresh_in_background(key, hash, old, load));
             }
-            Looked::Stale(old) => Some(old),
-            Looked::Miss => None,
+            Err(looked) => looked.stale(),
         };
         self.load_async(key, hash, stale, load).await
     }

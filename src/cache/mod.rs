@@ -252,35 +252,54 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        self.request(hash, |shard| shard.get(hash, key), |shard| shard.get_mut(hash, key))
-    }
-
-    /// A loader's look at `key` (of `hash`): [`get`](Self::get), and whether a hit is
-    /// stale.
-    #[inline(always)]
-    fn look<Q>(&self, hash: u64, key: &Q) -> Looked<V>
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Eq,
-    {
-        self.request(hash, |shard| shard.look(hash, key), |shard| shard.look_mut(hash, key))
-    }
-
-    /// A request for the key of `hash`: `read` under its shard's read lock (`write` under
-    /// the write lock, under [`AdmissionPolicy::Always`], which reorders the shard's LRU
-    /// list), counted as a hit or a miss.
-    #[inline(always)]
-    fn request<R: Hit>(
-        &self,
-        hash: u64,
-        read: impl FnOnce(&Shard<K, V>) -> R,
-        write: impl FnOnce(&mut Shard<K, V>) -> R,
-    ) -> R {
         let shard = self.shard(hash);
         let found = match self.policy {
             AdmissionPolicy::Always => {
                 let mut held = shard.write();
-                let found = write(&mut held);
+                let found = held.get_mut(hash, key);
+                if found.is_some() {
+                    held.count_hit();
+                }
+                found
+            }
+            _ => {
+                let held = shard.read();
+                let found = held.get(hash, key);
+                // A hit is counted as the hold is released (a panic in user code above
+                // releases it uncounted).
+                if found.is_some() && held.release_hit() {
+                    shard.drain_hits();
+                }
+                found
+            }
+        };
+        if found.is_none() {
+            self.misses.add(0);
+        }
+        found
+    }
+
+    /// A loader's look at `key` (of `hash`): [`get`](Self::get), and whether a hit is
+    /// stale. A fresh hit goes to `fresh`, anything else to `other`: each way out tests
+    /// what was found once.
+    #[inline(always)]
+    fn look<Q, R>(
+        &self,
+        hash: u64,
+        key: &Q,
+        fresh: impl FnOnce(V) -> R,
+        other: impl FnOnce(Looked<V>) -> R,
+    ) -> R
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        // As `get_hashed`, with the loader's lookups.
+        let shard = self.shard(hash);
+        let found = match self.policy {
+            AdmissionPolicy::Always => {
+                let mut held = shard.write();
+                let found = held.look_mut(hash, key);
                 if found.is_hit() {
                     held.count_hit();
                 }
@@ -288,19 +307,31 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
             }
             _ => {
                 let held = shard.read();
-                let found = read(&held);
-                // A hit is counted as the hold is released (a panic in user code above
-                // releases it uncounted).
-                if found.is_hit() && held.release_hit() {
-                    shard.drain_hits();
+                match held.look(hash, key) {
+                    Looked::Fresh(value) => {
+                        if held.release_hit() {
+                            shard.drain_hits();
+                        }
+                        return fresh(value);
+                    }
+                    Looked::Miss => Looked::Miss,
+                    stale => {
+                        if held.release_hit() {
+                            shard.drain_hits();
+                        }
+                        stale
+                    }
                 }
-                found
             }
         };
-        if !found.is_hit() {
-            self.misses.add(0);
+        match found {
+            Looked::Fresh(value) => fresh(value),
+            Looked::Miss => {
+                self.misses.add(0);
+                other(Looked::Miss)
+            }
+            stale => other(stale),
         }
-        found
     }
 
     /// Stores `value` for `key` if the key is present (replacing its value) or the policy
@@ -815,25 +846,6 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
             entries += shard.len();
         }
         (total, entries)
-    }
-}
-
-/// What a request found: a hit, or not.
-trait Hit {
-    fn is_hit(&self) -> bool;
-}
-
-impl<V> Hit for Option<V> {
-    #[inline(always)]
-    fn is_hit(&self) -> bool {
-        self.is_some()
-    }
-}
-
-impl<V> Hit for Looked<V> {
-    #[inline(always)]
-    fn is_hit(&self) -> bool {
-        !matches!(self, Looked::Miss)
     }
 }
 

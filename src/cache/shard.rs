@@ -107,6 +107,22 @@ pub(crate) enum Looked<V> {
     Miss,
 }
 
+impl<V> Looked<V> {
+    #[inline(always)]
+    pub(crate) fn is_hit(&self) -> bool {
+        !matches!(self, Looked::Miss)
+    }
+
+    /// A stale hit's old value.
+    #[inline(always)]
+    pub(crate) fn stale(self) -> Option<V> {
+        match self {
+            Looked::Stale(old) => Some(old),
+            _ => None,
+        }
+    }
+}
+
 /// What a compute did (see [`Shard::compute`]).
 pub(crate) enum Outcome<K, V> {
     /// Nothing changed.
@@ -200,25 +216,27 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         let Some(entry) = self.store.find_entry(hash, key) else {
             return Looked::Miss;
         };
-        let mut stale = false;
         if let Some(deadlines) = self.store.deadlines() {
             crate::primitive::cold_path();
-            match deadlines.look_lazy(|| self.store.index_of(entry)) {
-                Standing::Fresh => {}
-                Standing::Stale => stale = true,
-                Standing::Expired => return Looked::Miss,
-            }
+            // A way out of its own: the path without deadlines tests no standing.
+            return match deadlines.look_lazy(|| self.store.index_of(entry)) {
+                Standing::Fresh => {
+                    entry.touch(MAX_FREQ);
+                    Looked::Fresh(entry.value.clone())
+                }
+                Standing::Stale => {
+                    entry.touch(MAX_FREQ);
+                    Looked::Stale(entry.value.clone())
+                }
+                Standing::Expired => Looked::Miss,
+            };
         }
         entry.touch(MAX_FREQ);
-        let value = entry.value.clone();
-        if stale {
-            Looked::Stale(value)
-        } else {
-            Looked::Fresh(value)
-        }
+        Looked::Fresh(entry.value.clone())
     }
 
     /// [`Shard::look`] under the write lock, for LRU: a hit becomes most recently used.
+    #[inline(never)]
     pub(crate) fn look_mut<Q: ?Sized + Eq>(&mut self, hash: u64, key: &Q) -> Looked<V>
     where
         K: Borrow<Q>,
@@ -256,7 +274,9 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         self.find_live(hash, key, false).is_some()
     }
 
-    /// A lookup under the write lock, for LRU: a hit becomes most recently used.
+    /// A lookup under the write lock, for LRU: a hit becomes most recently used. Out of
+    /// line: the read path it sits beside keeps its registers.
+    #[inline(never)]
     pub(crate) fn get_mut<Q: ?Sized + Eq>(&mut self, hash: u64, key: &Q) -> Option<V>
     where
         K: Borrow<Q>,
