@@ -1,7 +1,10 @@
 //! Expiry, removal notifications and the collection API.
 //!
 //! A model with deadlines checks that no expired value is ever returned, under every
-//! policy, weighted or not, with the clock moved by hand (no test sleeps). A ledger of
+//! policy, weighted or not, with the clock moved by hand (no test sleeps): with lifetimes
+//! from the builder, from each insert and from an `expire_after` closure, freshness and
+//! grace; no value past its deadline from a `get`, and none past its deadline and grace
+//! from a loader. A ledger of
 //! listener calls checks that every value that entered the cache is reported exactly once
 //! when it leaves, under two threads' churn.
 
@@ -11,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use cuckoo_gate::{Admission, AdmissionCache, AdmissionPolicy, Clock, ManualClock, RemovalCause};
+use cuckoo_gate::{Admission, AdmissionCache, AdmissionPolicy, Clock, Lifetime, ManualClock, RemovalCause};
 use proptest::prelude::*;
 
 const KEYS: u8 = 40;
@@ -24,6 +27,8 @@ enum Op {
     Insert(u8, u32),
     InsertWithTtl(u8, u32, u8),
     GetOrInsert(u8, u32),
+    /// A fallible load: the value, or a failure.
+    TryLoad(u8, u32, bool),
     Remove(u8),
     Advance(u8),
     Purge,
@@ -40,7 +45,18 @@ struct Config {
     /// Seconds of the builder's time to live and time to idle, if any.
     ttl: Option<u8>,
     tti: Option<u8>,
+    /// Seconds of the builder's freshness and grace, if any.
+    fresh: Option<u8>,
+    grace: Option<u8>,
+    /// Whether an `expire_after` closure gives each value its lifetime ([`own_lifetime`]).
+    per_entry: bool,
     seed: u64,
+}
+
+/// The lifetime the `expire_after` closure gives a value: its time to live, freshness and
+/// grace, in seconds.
+fn own_lifetime(value: u32) -> (u64, u64, u64) {
+    (u64::from(value % 20 + 1), u64::from(value % 10), u64::from(value % 5))
 }
 
 fn config() -> impl Strategy<Value = Config> {
@@ -50,17 +66,20 @@ fn config() -> impl Strategy<Value = Config> {
         Just(AdmissionPolicy::S3Fifo),
     ];
     let seconds = prop::option::of(1..20u8);
-    (policy, 1..=30usize, 1..=3usize, any::<bool>(), seconds.clone(), seconds, any::<u64>()).prop_map(
-        |(policy, capacity, shards, weighted, ttl, tti, seed)| Config {
+    let windows = (prop::option::of(0..20u8), prop::option::of(0..10u8), any::<bool>());
+    (policy, 1..=30usize, 1..=3usize, any::<bool>(), seconds.clone(), seconds, windows, any::<u64>())
+        .prop_map(|(policy, capacity, shards, weighted, ttl, tti, (fresh, grace, per_entry), seed)| Config {
             policy,
             capacity,
             shards: shards.min(capacity),
             weighted,
             ttl,
             tti,
+            fresh,
+            grace,
+            per_entry,
             seed,
-        },
-    )
+        })
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -72,6 +91,7 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (key.clone(), any::<u32>()).prop_map(|(k, v)| Op::Insert(k, v)),
         3 => (key.clone(), any::<u32>(), 0..30u8).prop_map(|(k, v, s)| Op::InsertWithTtl(k, v, s)),
         2 => (key.clone(), any::<u32>()).prop_map(|(k, v)| Op::GetOrInsert(k, v)),
+        3 => (key.clone(), any::<u32>(), any::<bool>()).prop_map(|(k, v, f)| Op::TryLoad(k, v, f)),
         1 => key.prop_map(Op::Remove),
         3 => (0..8u8).prop_map(Op::Advance),
         1 => Just(Op::Purge),
@@ -97,6 +117,19 @@ fn build(config: &Config, clock: Clock) -> AdmissionCache<u8, u32> {
     if let Some(tti) = config.tti {
         builder = builder.time_to_idle(secs(tti));
     }
+    if let Some(fresh) = config.fresh {
+        builder = builder.refresh_after(secs(fresh));
+    }
+    if let Some(grace) = config.grace {
+        builder = builder.grace(secs(grace));
+    }
+    if config.per_entry {
+        builder = builder.expire_after(|_, &value| {
+            let (ttl, fresh, grace) = own_lifetime(value);
+            let secs = Duration::from_secs;
+            Lifetime::ttl(secs(ttl)).fresh_for(secs(fresh)).grace(secs(grace))
+        });
+    }
     if config.weighted {
         builder = builder.weigher(|_, &v| v % 7).estimated_entries(config.capacity);
     }
@@ -109,6 +142,10 @@ struct Stored {
     value: u32,
     /// When its time to live ends (the entry's own, or the builder's).
     cap: Option<u64>,
+    /// When it stops being fresh, if before its time to live ends.
+    fresh_until: Option<u64>,
+    /// When its grace ends (its time to live's end, without grace).
+    grace_end: Option<u64>,
     /// Last write or hit, for time to idle.
     used: u64,
 }
@@ -118,6 +155,9 @@ struct Model {
     now: u64,
     tti: Option<u64>,
     ttl: Option<u64>,
+    fresh: Option<u64>,
+    grace: Option<u64>,
+    per_entry: bool,
 }
 
 impl Model {
@@ -129,9 +169,37 @@ impl Model {
         (!capped && !idle).then_some(stored.value)
     }
 
+    /// The value a loader may return for `k` without loading: the last stored, if fresh.
+    fn fresh(&self, k: u8) -> Option<u32> {
+        let stored = self.entries.get(&k)?;
+        self.live(k).filter(|_| stored.fresh_until.map_or(true, |until| self.now < until))
+    }
+
+    /// The value a loader whose load failed may return for `k`: the last stored, if its
+    /// grace has not ended.
+    fn in_grace(&self, k: u8) -> Option<u32> {
+        let stored = self.entries.get(&k)?;
+        let idle = self.tti.is_some_and(|tti| stored.used + tti <= self.now);
+        let ended = stored.grace_end.is_some_and(|end| end <= self.now);
+        (!idle && !ended).then_some(stored.value)
+    }
+
+    /// Stores `value` for `k`, with `ttl` of its own if given (an insert's).
     fn store(&mut self, k: u8, value: u32, ttl: Option<u64>) {
-        let cap = ttl.or(self.ttl).map(|ttl| self.now + ttl);
-        self.entries.insert(k, Stored { value, cap, used: self.now });
+        let (ttl, fresh, grace) = match (ttl, self.per_entry) {
+            (Some(ttl), _) => (Some(ttl), self.fresh, self.grace),
+            (None, true) => {
+                let (ttl, fresh, grace) = own_lifetime(value);
+                (Some(ttl), Some(fresh), Some(grace))
+            }
+            (None, false) => (self.ttl, self.fresh, self.grace),
+        };
+        let cap = ttl.map(|ttl| self.now + ttl);
+        // Under time to idle an entry has no stale window and no grace.
+        let windowed = self.tti.is_none();
+        let fresh_until = fresh.filter(|_| windowed).map(|fresh| self.now + fresh);
+        let grace_end = cap.map(|cap| cap + grace.filter(|_| windowed).unwrap_or(0));
+        self.entries.insert(k, Stored { value, cap, fresh_until, grace_end, used: self.now });
     }
 
     fn hit(&mut self, k: u8) {
@@ -149,6 +217,9 @@ fn check(config: &Config, ops: &[Op]) -> Result<(), TestCaseError> {
         now: 0,
         tti: config.tti.map(u64::from),
         ttl: config.ttl.map(u64::from),
+        fresh: config.fresh.map(u64::from),
+        grace: config.grace.map(u64::from),
+        per_entry: config.per_entry,
     };
     for op in ops {
         match *op {
@@ -196,8 +267,38 @@ fn check(config: &Config, ops: &[Op]) -> Result<(), TestCaseError> {
                     prop_assert_eq!(got, v);
                     model.store(k, v, None);
                 } else {
-                    prop_assert_eq!(Some(got), model.live(k), "{:?}: a hit returns a live value", op);
+                    prop_assert_eq!(Some(got), model.fresh(k), "{:?}: a hit returns a fresh value", op);
                     model.hit(k);
+                }
+            }
+            Op::TryLoad(k, v, fail) => {
+                let mut loaded = false;
+                let got = cache.try_get_or_insert_with(&k, || {
+                    loaded = true;
+                    if fail {
+                        Err(())
+                    } else {
+                        Ok(v)
+                    }
+                });
+                match (loaded, fail, got) {
+                    (false, _, got) => {
+                        prop_assert_eq!(got.ok(), model.fresh(k), "{:?}: a hit returns a fresh value", op);
+                        model.hit(k);
+                    }
+                    (true, false, got) => {
+                        prop_assert_eq!(got, Ok(v));
+                        model.store(k, v, None);
+                    }
+                    (true, true, Ok(old)) => {
+                        prop_assert_eq!(
+                            Some(old),
+                            model.in_grace(k),
+                            "{:?}: an old value past its grace",
+                            op
+                        );
+                    }
+                    (true, true, Err(())) => {}
                 }
             }
             Op::Remove(k) => {
@@ -212,7 +313,8 @@ fn check(config: &Config, ops: &[Op]) -> Result<(), TestCaseError> {
             Op::Purge => {
                 cache.purge_expired();
                 for k in 0..KEYS {
-                    if model.live(k).is_none() {
+                    // Purge keeps entries in grace.
+                    if model.in_grace(k).is_none() {
                         model.entries.remove(&k);
                     }
                 }

@@ -13,22 +13,14 @@ use std::time::Duration;
 
 use cuckoo_gate::{AdmissionCache, AdmissionPolicy};
 
+mod common;
+use common::{bounded, BOUND};
+
 const POLICIES: [AdmissionPolicy; 3] =
     [AdmissionPolicy::S3Fifo, AdmissionPolicy::SecondHit, AdmissionPolicy::Always];
 
-/// Longest any test waits for its threads: far beyond what the work needs, so that only a
-/// hang reaches it.
-const BOUND: Duration = Duration::from_secs(60);
-
 fn cache(policy: AdmissionPolicy, capacity: usize) -> Arc<AdmissionCache<u64, u64>> {
     Arc::new(AdmissionCache::builder().capacity(capacity as u64).admission(policy).build().unwrap())
-}
-
-/// Runs `work` on a thread of its own and fails if it does not finish within [`BOUND`].
-fn bounded<T: Send + 'static>(what: &str, work: impl FnOnce() -> T + Send + 'static) -> T {
-    let (done, finished) = mpsc::channel();
-    thread::spawn(move || done.send(work()).unwrap());
-    finished.recv_timeout(BOUND).unwrap_or_else(|_| panic!("{what}: hung"))
 }
 
 #[test]

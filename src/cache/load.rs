@@ -59,8 +59,8 @@ pub(crate) struct Loads<K, V> {
     /// Callers registered as waiters now (on a line of its own: the fields beside it are
     /// read by every lookup).
     pub(crate) waiting: CachePadded<AtomicU64>,
-    /// Negative caching: how long a failure is kept, in ticks, and the most a stripe keeps
-    /// at a time; `None` if failures are not kept.
+    /// Negative caching: how long a failure is kept, in ticks, and the most kept at a time
+    /// (give or take the failures of one moment); `None` if failures are not kept.
     keep: Option<(u64, usize)>,
     /// Failures kept now.
     pub(crate) kept: AtomicU64,
@@ -322,7 +322,7 @@ impl<K, V> Loads<K, V> {
             stripes: (0..stripes).map(|_| CachePadded::new(Mutex::new(slots()))).collect(),
             counts: Tally::new(counters),
             waiting: CachePadded::new(AtomicU64::new(0)),
-            keep: keep.map(|(ticks, most)| (ticks, most.div_ceil(stripes))),
+            keep,
             kept: AtomicU64::new(0),
         }
     }
@@ -448,10 +448,11 @@ impl<K, V> Loads<K, V> {
                 return (woken, None);
             };
             if let Some((ticks, most)) = self.keep {
-                if slots.failures >= most {
+                let full = || self.kept.load(Ordering::Relaxed) >= most as u64;
+                if full() {
                     Self::sweep(slots, now, &self.kept);
                 }
-                if slots.failures < most {
+                if !full() {
                     slots.failures += 1;
                     self.kept.fetch_add(1, Ordering::Relaxed);
                     // Found again: the sweep may have moved the table's entries.

@@ -347,10 +347,13 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         };
         let mut found = self.store.find(hash, offered);
         let (key, value) = out.unkept.take().expect("the offered entry");
+        // An expired entry (in grace, or not yet reclaimed) counts as absent, but its key
+        // was held: its new value needs no admission.
+        let mut held = false;
         if let Some(index) = found.filter(|&index| timed && self.store.expired(index, now)) {
             let old = self.store.remove(index);
             out.removed.push((old.key, old.value), RemovalCause::Expired);
-            found = None;
+            (found, held) = (None, true);
         }
         let (admission, spare) = match found {
             Some(_) if !replace => {
@@ -376,7 +379,10 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 self.counters.rejected += 1;
                 (Admission::TooHeavy, None)
             }
-            None => match self.policy.admit(&self.store, hash, weight, write.gate) {
+            None => match match held {
+                true => Some(self.policy.place(&self.store, hash, weight)),
+                false => self.policy.admit(&self.store, hash, weight, write.gate),
+            } {
                 Some(queue) => {
                     let index = self.store.insert(key, value, hash, weight, queue);
                     if timed {
