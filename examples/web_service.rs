@@ -1,14 +1,20 @@
-//! A web service that serves objects from a slow origin through an `AdmissionCache`, with
-//! one origin fetch per missing key however many requests ask for it at once.
+//! A web service that serves objects from a slow origin through an `AdmissionCache`: one
+//! origin fetch per missing key however many requests ask for it at once, one per failure
+//! however many wait on it, each object living as long as the origin's `max-age` says, and
+//! stale objects served while they are fetched again.
 //!
 //! ```text
 //! cargo run --release --example web_service                   # serve on 127.0.0.1:8080
 //! curl localhost:8080/obj/42; curl localhost:8080/metrics
 //! cargo run --release --example web_service -- --stampede 100  # the check below
+//! cargo run --release --example web_service -- --failing       # the failing origin, beside moka
 //! ```
 //!
-//! `GET /obj/{id}` goes through [`AdmissionCache::get_or_insert_async`] to an origin that
-//! takes 20 ms and counts its calls; `GET /metrics` serves the cache's series in
+//! `GET /obj/{id}` goes through [`AdmissionCache::try_get_or_refresh_async`] to an origin
+//! that takes 20 ms, counts its calls, fails for a few ids (502) and gives each object a
+//! `max-age` of 1 to 4 s; the cache serves an object `stale-while-revalidate` for half its
+//! `max-age` more (reloading it on `tokio::spawn`) and `stale-if-error` for a minute, and
+//! keeps an origin error for a second. `GET /metrics` serves the cache's series in
 //! Prometheus' text format (`metrics-exporter-prometheus`).
 //!
 //! `--stampede N` starts the service on a free loopback port, fires N concurrent HTTP
@@ -16,39 +22,64 @@
 //! then the same with `moka::future::Cache::get_with` in front of the origin, for
 //! comparison. It exits with status 1 unless the cache made exactly one origin call and
 //! every response carried the object.
+//!
+//! `--failing` runs a warm load over loopback TCP: 64 connections, ids drawn from
+//! Zipf(0.99) over 500 objects, 5 of which fail at the origin (ranks 3, 11, 42, 150 and
+//! 420), each run at most 500,000 requests or 5 s, after a request for every id. The
+//! service runs on this cache, then on `moka::future::Cache::try_get_with` with the same
+//! per-object lifetimes (moka's `Expiry`), in alternating runs (`--runs R`, default 3);
+//! it prints requests per second, the p99 of the failing ids and of the others, and the
+//! origin calls of each run, and the medians.
 
+use std::collections::HashSet;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
-use cuckoo_gate::AdmissionCache;
+use cuckoo_gate::{AdmissionCache, Lifetime};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 mod common;
-use common::number_arg;
+use common::{median, number_arg, Rng};
 
-/// The origin: slow, and counting its calls.
+/// What the origin serves: the body, and how long it may be cached.
+#[derive(Clone)]
+struct Object {
+    body: Arc<str>,
+    max_age: Duration,
+}
+
+/// What the origin answers for an id it cannot serve.
+#[derive(Clone, Debug)]
+struct OriginError(Arc<str>);
+
+/// The origin: slow, counting its calls, failing for some ids.
 struct Origin {
     delay: Duration,
     calls: AtomicU64,
+    failing: HashSet<u64>,
 }
 
 impl Origin {
-    async fn fetch(&self, id: u64) -> Arc<str> {
+    async fn fetch(&self, id: u64) -> Result<Object, OriginError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         tokio::time::sleep(self.delay).await;
-        format!("object {id}\n").into()
+        if self.failing.contains(&id) {
+            return Err(OriginError(format!("object {id} is unavailable\n").into()));
+        }
+        Ok(Object { body: format!("object {id}\n").into(), max_age: Duration::from_secs(1 + id % 4) })
     }
 }
 
 /// What stands in front of the origin.
 enum Front {
-    CuckooGate(Box<AdmissionCache<u64, Arc<str>>>),
-    Moka(moka::future::Cache<u64, Arc<str>>),
+    CuckooGate(Arc<AdmissionCache<u64, Object>>),
+    Moka(moka::future::Cache<u64, Object>),
 }
 
 struct App {
@@ -57,12 +88,18 @@ struct App {
     metrics: Option<PrometheusHandle>,
 }
 
-async fn object(State(app): State<Arc<App>>, Path(id): Path<u64>) -> String {
-    let value = match &app.front {
-        Front::CuckooGate(cache) => cache.get_or_insert_async(&id, app.origin.fetch(id)).await,
-        Front::Moka(cache) => cache.get_with(id, app.origin.fetch(id)).await,
+async fn object(State(app): State<Arc<App>>, Path(id): Path<u64>) -> (StatusCode, String) {
+    let got = match &app.front {
+        Front::CuckooGate(cache) => {
+            let origin = app.clone();
+            cache.try_get_or_refresh_async(&id, async move { origin.origin.fetch(id).await }).await
+        }
+        Front::Moka(cache) => cache.try_get_with(id, app.origin.fetch(id)).await.map_err(|e| (*e).clone()),
     };
-    value.to_string()
+    match got {
+        Ok(object) => (StatusCode::OK, object.body.to_string()),
+        Err(OriginError(message)) => (StatusCode::BAD_GATEWAY, message.to_string()),
+    }
 }
 
 async fn metrics(State(app): State<Arc<App>>) -> String {
@@ -72,14 +109,43 @@ async fn metrics(State(app): State<Arc<App>>) -> String {
     app.metrics.as_ref().map_or_else(String::new, PrometheusHandle::render)
 }
 
+/// The ids the origin fails for, among the `--failing` run's 500.
+const FAILING: [u64; 5] = [3, 11, 42, 150, 420];
+
 fn app(front: Front, metrics: Option<PrometheusHandle>) -> Arc<App> {
-    let origin = Origin { delay: Duration::from_millis(20), calls: AtomicU64::new(0) };
+    let origin = Origin { delay: ORIGIN_DELAY, calls: AtomicU64::new(0), failing: FAILING.into() };
     Arc::new(App { front, origin, metrics })
 }
 
-fn cuckoo_gate_front() -> Front {
-    let cache = AdmissionCache::builder().capacity(10_000).metrics_name("web").build();
-    Front::CuckooGate(Box::new(cache.expect("a valid cache configuration")))
+/// How long the origin takes.
+const ORIGIN_DELAY: Duration = Duration::from_millis(20);
+
+/// The cache in front of the origin: each object lives its `max-age`, is served stale half
+/// as long again while it is fetched anew, and for a minute more if the origin fails.
+fn cuckoo_gate_front(metrics_name: Option<&str>) -> Front {
+    let builder = AdmissionCache::builder()
+        .capacity(10_000)
+        .expire_after(|_, object: &Object| {
+            Lifetime::http(object.max_age, object.max_age / 2, Duration::from_secs(60))
+        })
+        .failure_ttl(Duration::from_secs(1))
+        .spawner(|reload| drop(tokio::spawn(reload)));
+    let builder = match metrics_name {
+        Some(name) => builder.metrics_name(name),
+        None => builder,
+    };
+    Front::CuckooGate(Arc::new(builder.build().expect("a valid cache configuration")))
+}
+
+/// moka with the same per-object lifetimes (`Expiry::expire_after_create`).
+fn moka_front() -> Front {
+    struct MaxAge;
+    impl moka::Expiry<u64, Object> for MaxAge {
+        fn expire_after_create(&self, _: &u64, object: &Object, _: std::time::Instant) -> Option<Duration> {
+            Some(object.max_age)
+        }
+    }
+    Front::Moka(moka::future::Cache::builder().max_capacity(10_000).expire_after(MaxAge).build())
 }
 
 /// Serves `app` on `addr` until the process ends; returns the address bound.
@@ -130,6 +196,126 @@ async fn stampede(label: &str, front: Front, metrics: Option<PrometheusHandle>, 
     (calls, ok)
 }
 
+/// Objects the `--failing` load draws from.
+const OBJECTS: u64 = 500;
+/// Connections of the `--failing` load.
+const CONNECTIONS: usize = 64;
+/// Most requests, and most time, of one `--failing` run.
+const MOST_REQUESTS: usize = 500_000;
+const MOST_TIME: Duration = Duration::from_secs(5);
+
+/// One `--failing` run's figures.
+struct Run {
+    per_second: f64,
+    p99_failing: Duration,
+    p99_others: Duration,
+    origin_calls: u64,
+}
+
+/// `n` ids from Zipf(0.99) over [`OBJECTS`], by inverse transform sampling.
+fn zipf_ids(n: usize, seed: u64) -> Vec<u64> {
+    let weights: Vec<f64> = (1..=OBJECTS).map(|rank| 1.0 / (rank as f64).powf(0.99)).collect();
+    let total: f64 = weights.iter().sum();
+    let cdf: Vec<f64> =
+        weights.iter().scan(0.0, |acc, w| Some(*acc + w / total).inspect(|&c| *acc = c)).collect();
+    let mut rng = Rng(seed);
+    (0..n).map(|_| cdf.partition_point(|&c| c < rng.next_f64()).min(OBJECTS as usize - 1) as u64).collect()
+}
+
+/// The p99 of `latencies`.
+fn p99(mut latencies: Vec<Duration>) -> Duration {
+    latencies.sort_unstable();
+    latencies.get(latencies.len().saturating_sub(1) * 99 / 100).copied().unwrap_or_default()
+}
+
+/// One `--failing` run against `front`: warms it with every id, then sends the load.
+async fn failing_run(front: Front, ids: Arc<Vec<u64>>) -> Run {
+    let app = app(front, None);
+    let addr = serve(app.clone(), ([127, 0, 0, 1], 0).into()).await.expect("bind a loopback port");
+    let client =
+        reqwest::Client::builder().pool_max_idle_per_host(CONNECTIONS).build().expect("an HTTP client");
+    let next = Arc::new(AtomicUsize::new(0));
+    let send = |ids: Arc<Vec<u64>>, bound: Instant| {
+        let (client, next) = (client.clone(), next.clone());
+        tokio::spawn(async move {
+            let mut seen = Vec::new();
+            while Instant::now() < bound {
+                let Some(&id) = ids.get(next.fetch_add(1, Ordering::Relaxed)) else { break };
+                let start = Instant::now();
+                let answered = client.get(format!("http://{addr}/obj/{id}")).send().await;
+                if let Ok(response) = answered {
+                    let _ = response.bytes().await;
+                }
+                seen.push((FAILING.contains(&id), start.elapsed()));
+            }
+            seen
+        })
+    };
+    // Warm: every id once.
+    let every: Arc<Vec<u64>> = Arc::new((0..OBJECTS).collect());
+    let warm: Vec<_> = (0..CONNECTIONS).map(|_| send(every.clone(), Instant::now() + MOST_TIME)).collect();
+    for task in warm {
+        task.await.expect("a client task panicked");
+    }
+    let calls_before = app.origin.calls.load(Ordering::SeqCst);
+    next.store(0, Ordering::Relaxed);
+    let start = Instant::now();
+    let load: Vec<_> = (0..CONNECTIONS).map(|_| send(ids.clone(), start + MOST_TIME)).collect();
+    let (mut failing, mut others) = (Vec::new(), Vec::new());
+    for task in load {
+        for (is_failing, latency) in task.await.expect("a client task panicked") {
+            if is_failing { &mut failing } else { &mut others }.push(latency);
+        }
+    }
+    let elapsed = start.elapsed();
+    let requests = failing.len() + others.len();
+    Run {
+        per_second: requests as f64 / elapsed.as_secs_f64(),
+        p99_failing: p99(failing),
+        p99_others: p99(others),
+        origin_calls: app.origin.calls.load(Ordering::SeqCst) - calls_before,
+    }
+}
+
+/// `--failing`: alternating runs of the load on both fronts, printed with their medians.
+async fn failing(runs: usize) {
+    println!(
+        "{CONNECTIONS} connections, Zipf(0.99) over {OBJECTS} objects (ids {FAILING:?} fail at the origin), \
+         origin {} ms, up to {MOST_REQUESTS} requests or {} s per run",
+        ORIGIN_DELAY.as_millis(),
+        MOST_TIME.as_secs()
+    );
+    let mut results: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
+    let labels = ["cuckoo-gate", "moka-0.12"];
+    for run in 0..runs {
+        let ids = Arc::new(zipf_ids(MOST_REQUESTS, 0x0F41 + run as u64));
+        for (i, label) in labels.iter().enumerate() {
+            let front = if i == 0 { cuckoo_gate_front(None) } else { moka_front() };
+            let figures = failing_run(front, ids.clone()).await;
+            println!(
+                "run {run} {label:<12} {:>8.0} requests/s, p99 failing ids {:>7.1} ms, p99 others {:>6.1} ms, {} origin calls",
+                figures.per_second,
+                figures.p99_failing.as_secs_f64() * 1e3,
+                figures.p99_others.as_secs_f64() * 1e3,
+                figures.origin_calls
+            );
+            results[i].push(figures);
+        }
+    }
+    println!("| | requests/s | failing ids' p99 (ms) | other ids' p99 (ms) | origin calls |");
+    println!("|---|---|---|---|---|");
+    for (label, runs) in labels.iter().zip(&results) {
+        let of = |f: fn(&Run) -> f64| median(runs.iter().map(f).collect());
+        println!(
+            "| {label} | {:.0} | {:.1} | {:.1} | {:.0} |",
+            of(|r| r.per_second),
+            of(|r| r.p99_failing.as_secs_f64() * 1e3),
+            of(|r| r.p99_others.as_secs_f64() * 1e3),
+            of(|r| r.origin_calls as f64)
+        );
+    }
+}
+
 #[tokio::main]
 async fn main() {
     let handle = match PrometheusBuilder::new().install_recorder() {
@@ -139,14 +325,16 @@ async fn main() {
             std::process::exit(1)
         }
     };
+    if std::env::args().any(|arg| arg == "--failing") {
+        let runs = number_arg("--runs").unwrap_or(3).max(1) as usize;
+        return failing(runs).await;
+    }
     if let Some(n) = number_arg("--stampede") {
         let n = n as usize;
         let bounded = Duration::from_secs(60);
-        let ours =
-            tokio::time::timeout(bounded, stampede("cuckoo-gate", cuckoo_gate_front(), Some(handle), n));
-        let ours = ours.await.expect("the stampede hung");
-        let moka = Front::Moka(moka::future::Cache::new(10_000));
-        let theirs = tokio::time::timeout(bounded, stampede("moka-0.12", moka, None, n));
+        let ours = stampede("cuckoo-gate", cuckoo_gate_front(Some("web")), Some(handle), n);
+        let ours = tokio::time::timeout(bounded, ours).await.expect("the stampede hung");
+        let theirs = tokio::time::timeout(bounded, stampede("moka-0.12", moka_front(), None, n));
         theirs.await.expect("the stampede hung");
         if ours != (1, n) {
             eprintln!("web_service: expected 1 origin call and {n} objects, got {ours:?}");
@@ -159,7 +347,7 @@ async fn main() {
         eprintln!("web_service: --port {port} is not a port");
         std::process::exit(2)
     };
-    match serve(app(cuckoo_gate_front(), Some(handle)), ([127, 0, 0, 1], port).into()).await {
+    match serve(app(cuckoo_gate_front(Some("web")), Some(handle)), ([127, 0, 0, 1], port).into()).await {
         Ok(addr) => println!("serving http://{addr}/obj/{{id}} and http://{addr}/metrics"),
         Err(e) => {
             eprintln!("web_service: cannot serve on 127.0.0.1:{port}: {e}");

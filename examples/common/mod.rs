@@ -3,6 +3,7 @@
 
 #[path = "rng.rs"]
 mod rng;
+pub use rng::Rng;
 
 use rng::{mix64, GOLDEN};
 
