@@ -7,7 +7,9 @@ import sys
 FILTER = ["items", "slots", "load_ratio", "memory_bytes", "false_positive_ratio", "fingerprint_width",
           "inserts_total", "failed_inserts_total", "removes_total", "relocations_total", "doublings_total"]
 CACHE = ["hits_total", "misses_total", "admitted_total", "rejected_total", "evictions_total", "expirations_total",
-         "entries", "weight", "capacity", "loads_total", "loads_coalesced_total", "load_failures_total", "load_waiters"]
+         "entries", "weight", "capacity", "loads_total", "loads_coalesced_total", "load_failures_total", "load_waiters",
+         "refreshes_total", "refresh_failures_total", "stale_served_total", "failures_shared_total",
+         "failures_cached_total", "failures_kept"]
 GATE = ["rotations_total", "memory_bytes"]
 LINE = re.compile(r'^(cuckoo_gate_\w+)\{name="(\w+)"\} (\S+)$')
 

@@ -3,6 +3,7 @@
 
 #[path = "rng.rs"]
 mod rng;
+#[allow(unused_imports)]
 pub use rng::Rng;
 
 use rng::{mix64, GOLDEN};
