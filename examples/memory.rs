@@ -1,7 +1,8 @@
 //! Memory per entry: each cache, in a process of its own, takes 2M distinct `u64 -> u64`
 //! inserts at a capacity of 1M entries; the growth of the process's resident memory
 //! (`VmRSS` in `/proc/self/status`, Linux), divided by the entries held, is its cost per entry, tables,
-//! queues and policy state included.
+//! queues and policy state included. `cuckoo-gate+ttl` has a time to live, `+fresh` a
+//! freshness beside it (a stale window per entry), `+grace` a grace too.
 //!
 //! ```text
 //! cargo run --release --example memory
@@ -15,7 +16,15 @@ use cuckoo_gate::AdmissionCache;
 const CAPACITY: usize = 1_000_000;
 const INSERTS: u64 = 2_000_000;
 
-const CACHES: [&str; 5] = ["cuckoo-gate", "cuckoo-gate+ttl", "quick_cache-0.7", "moka-0.12", "TinyUFO-0.9"];
+const CACHES: [&str; 7] = [
+    "cuckoo-gate",
+    "cuckoo-gate+ttl",
+    "cuckoo-gate+ttl+fresh",
+    "cuckoo-gate+ttl+fresh+grace",
+    "quick_cache-0.7",
+    "moka-0.12",
+    "TinyUFO-0.9",
+];
 
 /// Resident bytes of this process.
 fn resident() -> u64 {
@@ -32,10 +41,15 @@ fn measure(name: &str) -> (u64, u64) {
     let before = resident();
     let keys = 0..INSERTS;
     match name {
-        "cuckoo-gate" | "cuckoo-gate+ttl" => {
+        "cuckoo-gate" | "cuckoo-gate+ttl" | "cuckoo-gate+ttl+fresh" | "cuckoo-gate+ttl+fresh+grace" => {
             let builder = AdmissionCache::<u64, u64>::builder().capacity(CAPACITY as u64);
+            let hour = Duration::from_secs(3_600);
             let builder = match name {
-                "cuckoo-gate+ttl" => builder.time_to_live(Duration::from_secs(3_600)),
+                "cuckoo-gate+ttl" => builder.time_to_live(hour),
+                "cuckoo-gate+ttl+fresh" => builder.time_to_live(hour).refresh_after(hour / 2),
+                "cuckoo-gate+ttl+fresh+grace" => {
+                    builder.time_to_live(hour).refresh_after(hour / 2).grace(hour)
+                }
                 _ => builder,
             };
             let cache = builder.build().unwrap();

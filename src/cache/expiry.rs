@@ -410,6 +410,23 @@ struct Windows {
     grace: Vec<u32>,
 }
 
+impl Windows {
+    /// Sets `slot`'s length in `lengths`, which holds none past its end (and is lengthened
+    /// only for a length other than 0, to `room` slots when it must grow: the deadlines'
+    /// own room, so that the two grow in step).
+    fn set(lengths: &mut Vec<u32>, slot: usize, code: u32, room: usize) {
+        match lengths.get_mut(slot) {
+            Some(length) => *length = code,
+            None if code == 0 => {}
+            None => {
+                lengths.reserve_exact(room.max(slot + 1) - lengths.len());
+                lengths.resize(slot + 1, 0);
+                lengths[slot] = code;
+            }
+        }
+    }
+}
+
 /// Where an entry stands at a moment: what a loader does with it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Standing {
@@ -524,14 +541,10 @@ impl Deadlines {
         let window = encode(deadline - fresh_until, false);
         let grace = if span.ttl == NEVER { 0 } else { span.grace };
         self.put(slot as usize, fresh_until);
+        let room = self.at.capacity();
         let windows = self.windows.get_or_insert_with(Box::default);
-        let slot = slot as usize;
-        if windows.stale.len() <= slot {
-            windows.stale.resize(slot + 1, 0);
-            windows.grace.resize(slot + 1, 0);
-        }
-        windows.stale[slot] = window;
-        windows.grace[slot] = encode(grace, false);
+        Windows::set(&mut windows.stale, slot as usize, window, room);
+        Windows::set(&mut windows.grace, slot as usize, encode(grace, false), room);
     }
 
     /// Whether the entry in `slot` has expired at `now`. Before the column's earliest
@@ -640,6 +653,21 @@ impl Deadlines {
     /// `slot`, which gets `deadline`.
     #[cold]
     #[inline(never)]
+    /// Makes room in the column (and the caps) for `slots` slots at once: the store's
+    /// slab's room, so that the column grows with the slab, not past it.
+    pub(crate) fn fit(&mut self, slots: usize) {
+        self.at.reserve_exact(slots.saturating_sub(self.at.len()));
+        if let Some(caps) = &mut self.caps {
+            caps.reserve_exact(slots.saturating_sub(caps.len()));
+        }
+    }
+
+    /// Whether `slot` lies past the column's end.
+    #[inline]
+    pub(crate) fn beyond(&self, slot: u32) -> bool {
+        slot as usize >= self.at.len()
+    }
+
     fn grow(&mut self, slot: usize, deadline: u64) {
         self.at.resize_with(slot + 1, || AtomicU64::new(NEVER));
         self.at[slot].store(deadline, Ordering::Relaxed);
@@ -671,10 +699,8 @@ impl Deadlines {
             at.store(NEVER, Ordering::Relaxed);
         }
         if let Some(windows) = &mut self.windows {
-            if let Some(stale) = windows.stale.get_mut(slot as usize) {
-                *stale = 0;
-                windows.grace[slot as usize] = 0;
-            }
+            Windows::set(&mut windows.stale, slot as usize, 0, 0);
+            Windows::set(&mut windows.grace, slot as usize, 0, 0);
         }
     }
 

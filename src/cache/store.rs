@@ -261,7 +261,12 @@ impl<K, V> Store<K, V> {
     #[inline(always)]
     pub(crate) fn set_deadline(&mut self, index: u32, now: u64, span: Span, expiry: &Expiry) {
         match &mut self.deadlines {
-            Some(deadlines) => deadlines.set_span(index, now, span),
+            Some(deadlines) => {
+                if deadlines.beyond(index) {
+                    deadlines.fit(self.slots.capacity());
+                }
+                deadlines.set_span(index, now, span)
+            }
             None if span.ttl == super::expiry::NEVER && !span.windowed() && expiry.tti == 0 => {}
             None => self.start_deadlines(index, now, span, expiry),
         }
