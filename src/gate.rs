@@ -226,6 +226,23 @@ impl SeenBefore {
         }
     }
 
+    #[cfg(feature = "serde")]
+    /// Takes over what `other`, a gate restored from a snapshot, remembers, if it hashes
+    /// as this gate does and has its capacity: whether it did. For a cache's gate, whose
+    /// hasher the cache's keys go by.
+    pub(crate) fn adopt(&self, other: SeenBefore) -> bool {
+        let check = crate::snapshot::HASH_CHECK_KEY;
+        if other.capacity != self.capacity || other.hasher.hash_one(check) != self.hasher.hash_one(check) {
+            return false;
+        }
+        let recorded = other.recordings();
+        let mut generations = self.generations.write();
+        *generations = other.generations.into_inner();
+        self.recorded.iter().for_each(|stripe| stripe.store(0, Ordering::Relaxed));
+        self.recorded[0].store(recorded, Ordering::Relaxed);
+        true
+    }
+
     /// The hasher behind [`hash`](Self::hash).
     pub(crate) fn hasher(&self) -> &ahash::RandomState {
         &self.hasher

@@ -153,6 +153,8 @@ pub use cache::{
     Lifetime, ManualClock, Op, Reload, RemovalCause, ASSUMED_MEAN_WEIGHT, DEFAULT_GATE_MULTIPLIER,
     MAX_SHARDS,
 };
+#[cfg(feature = "serde")]
+pub use cache::{Restored, Saved};
 pub use error::{BuildError, InsertError};
 pub use filter::{
     CuckooFilter, FilterBuilder, FilterStats, Layout, BATCH, DEFAULT_DOUBLINGS, DEFAULT_FALSE_POSITIVE_RATE,

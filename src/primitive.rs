@@ -149,6 +149,11 @@ mod imp {
         pub(crate) fn write(&self) -> impl std::ops::DerefMut<Target = T> + '_ {
             self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner)
         }
+
+        #[cfg(feature = "serde")]
+        pub(crate) fn into_inner(self) -> T {
+            self.0.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)
+        }
     }
 
     /// Gives the processor to another thread.
@@ -259,6 +264,11 @@ mod imp {
 
         pub(crate) fn write(&self) -> impl std::ops::DerefMut<Target = T> + '_ {
             self.0.write().unwrap()
+        }
+
+        #[cfg(feature = "serde")]
+        pub(crate) fn into_inner(self) -> T {
+            self.0.into_inner().unwrap()
         }
     }
 

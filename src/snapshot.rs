@@ -38,6 +38,10 @@
 //! generation (8), rotations (8) and the current generation's index (1), then its two
 //! filters as two complete filter snapshots, then a CRC-32 of every byte before it.
 //!
+//! A **cache** snapshot (kind 3, `AdmissionCache::save`, feature `serde`) is laid out in
+//! `src/cache/persist.rs`: its entries go through serde, encoded with postcard, inside
+//! this framing.
+//!
 //! The hash check makes the hasher identity exact: ahash computes different hashes on
 //! builds with and without AES instructions, so a snapshot restores only where the same
 //! seed gives the same hash, and [`SnapshotError::HasherMismatch`] says so otherwise.
@@ -79,6 +83,8 @@ const CHUNK_BYTES: usize = 1 << 16;
 pub(crate) enum Kind {
     Filter = 1,
     Gate = 2,
+    #[cfg(feature = "serde")]
+    Cache = 3,
 }
 
 /// Why a snapshot could not be restored.
@@ -199,6 +205,7 @@ fn kind_name(kind: u16) -> &'static str {
     match kind {
         1 => "CuckooFilter",
         2 => "SeenBefore",
+        3 => "AdmissionCache",
         _ => "structure of unknown kind",
     }
 }

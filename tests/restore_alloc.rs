@@ -102,3 +102,51 @@ proptest! {
         prop_assert!(peak <= bound(bytes.len()), "field at {}: {} bytes in, {} allocated", at, bytes.len(), peak);
     }
 }
+
+/// A cache snapshot (an exact LRU of one shard, so without gate or ghosts) holding the
+/// entries of `block`, `count` of them, with `len` as the block's length.
+#[cfg(feature = "serde")]
+fn cache_snapshot(count: u64, len: u64, block: &[u8]) -> Vec<u8> {
+    let mut bytes = b"CKOOGATE".to_vec();
+    bytes.extend_from_slice(&3u16.to_le_bytes()); // version
+    bytes.extend_from_slice(&3u16.to_le_bytes()); // a cache
+    bytes.push(0); // Always
+    for field in [16u64, 1, 0, 0, 0] {
+        // capacity, shards, hash check, wall clock, small-queue target
+        bytes.extend_from_slice(&field.to_le_bytes());
+    }
+    bytes.push(0); // no gate
+    bytes.push(0); // no ghosts
+    bytes.extend_from_slice(&count.to_le_bytes());
+    bytes.extend_from_slice(&len.to_le_bytes());
+    bytes.extend_from_slice(block);
+    bytes.extend_from_slice(&count.to_le_bytes());
+    bytes.extend_from_slice(&[0; 4]);
+    reseal(&mut bytes);
+    bytes
+}
+
+#[cfg(feature = "serde")]
+#[test]
+fn a_crafted_cache_snapshot_allocates_in_proportion_to_its_length() {
+    use cuckoo_gate::AdmissionCache;
+    let cache: AdmissionCache<String, u64> = AdmissionCache::builder().capacity(16).build().unwrap();
+    // One entry, "k1" -> 7: the key's length and bytes, the value, the flags.
+    let entry = [2, b'k', b'1', 7, 0];
+    assert_eq!(cache.restore(&mut cache_snapshot(1, 5, &entry).as_slice()).unwrap().entries, 1);
+    // A key of 2^40 bytes (its length a postcard varint), the rest of the block short.
+    let mut huge_key = vec![0x80, 0x80, 0x80, 0x80, 0x80, 0x20];
+    huge_key.extend_from_slice(b"k1");
+    let crafted = [
+        ("2^40 entries", cache_snapshot(1 << 40, 5, &entry)),
+        ("a block of 2^40 bytes", cache_snapshot(1, 1 << 40, &entry)),
+        ("a key of 2^40 bytes", cache_snapshot(1, huge_key.len() as u64, &huge_key)),
+        ("2^40 entries in a block of 2^40 bytes", cache_snapshot(1 << 40, 1 << 40, &entry)),
+    ];
+    for (what, bytes) in crafted {
+        let (peak, ok) = peak_of(|| cache.restore(&mut bytes.as_slice()).is_ok());
+        assert!(!ok, "{what}: restored");
+        assert!(peak <= bound(bytes.len()), "{what}: {} bytes in, {peak} allocated", bytes.len());
+        assert!(cache.is_empty(), "{what}: an error left entries behind");
+    }
+}

@@ -20,6 +20,8 @@ use crate::error::BuildError;
 use crate::filter::MIX;
 #[cfg(feature = "metrics")]
 use crate::gate::GateStats;
+#[cfg(feature = "serde")]
+use crate::snapshot::{Decoder, SnapshotError};
 
 /// Keys per 64-bit word a full generation holds on average.
 const KEYS_PER_WORD: usize = 4;
@@ -125,6 +127,49 @@ impl BloomGhosts {
             }
         }
         found
+    }
+
+    #[cfg(feature = "serde")]
+    /// Appends the ghosts' state to `out`, for a cache's save (little-endian: capacity,
+    /// table size, current generation, recordings in it and in the previous one,
+    /// rotations, then the table's words, counted).
+    pub(crate) fn save(&self, out: &mut Vec<u8>) {
+        for field in [self.capacity as u64, self.size as u64] {
+            out.extend_from_slice(&field.to_le_bytes());
+        }
+        out.push(self.current as u8);
+        for field in [self.recorded as u64, self.previous as u64, self.rotations, 2 * self.words.len() as u64]
+        {
+            out.extend_from_slice(&field.to_le_bytes());
+        }
+        self.words.iter().flatten().for_each(|word| out.extend_from_slice(&word.to_le_bytes()));
+    }
+
+    #[cfg(feature = "serde")]
+    /// Reads ghosts [`BloomGhosts::save`] wrote, and takes them over if they were sized
+    /// as these are and `alike` (hashed alike); ghosts of another size (a cache of another
+    /// capacity or shard count) are read and dropped: they are hints.
+    pub(crate) fn restore<R: std::io::Read + ?Sized>(
+        &mut self,
+        d: &mut Decoder<'_, R>,
+        alike: bool,
+    ) -> Result<(), SnapshotError> {
+        let (capacity, size) = (d.usize("ghost capacity")?, d.usize("ghost table size")?);
+        let current = usize::from(d.u8()?);
+        let (recorded, previous, rotations) =
+            (d.usize("ghost recordings")?, d.usize("ghost recordings")?, d.u64()?);
+        let count = d.usize("ghost words")?;
+        let words = d.words(count)?;
+        let made = words.len() == 2 * size && size.is_power_of_two();
+        if current > 1 || recorded > capacity || previous > capacity || !(words.is_empty() || made) {
+            return Err(SnapshotError::inconsistent("cache ghosts"));
+        }
+        if alike && capacity == self.capacity && size == self.size {
+            self.words = words.chunks_exact(2).map(|pair| [pair[0], pair[1]]).collect();
+            (self.current, self.recorded, self.previous, self.rotations) =
+                (current, recorded, previous, rotations);
+        }
+        Ok(())
     }
 
     /// Makes the table, at the first recording; false if the allocator refuses it.

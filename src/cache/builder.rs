@@ -17,8 +17,8 @@ use super::metrics;
 use super::policy::{self, SharedSplit};
 use super::shard::Shard;
 use super::{
-    AdmissionCache, AdmissionPolicy, ExpireAfter, Reload, Spawner, Weigher, DEFAULT_GATE_MULTIPLIER,
-    MAX_SHARDS, MIN_SHARD_ENTRIES, SHARDS_PER_CORE, WEIGHTED_SHARDS,
+    AdmissionCache, AdmissionPolicy, ExpireAfter, Persisted, Reload, Spawner, Weigher,
+    DEFAULT_GATE_MULTIPLIER, MAX_SHARDS, MIN_SHARD_ENTRIES, SHARDS_PER_CORE, WEIGHTED_SHARDS,
 };
 use crate::error::BuildError;
 use crate::filter::{random_seed, seeded_hasher};
@@ -649,6 +649,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
             ),
             expire_after: self.expire_after,
             spawner: self.spawner,
+            persisted: Persisted::default(),
             listener: self.listener,
             #[cfg(feature = "metrics")]
             metrics: self.metrics_name.as_deref().map(metrics::CacheMetrics::new).transpose()?,

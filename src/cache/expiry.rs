@@ -238,6 +238,17 @@ impl Clock {
         self.ticks.load(Ordering::Acquire)
     }
 
+    /// The wall-clock time in milliseconds since 1970, for a saved cache's lifetimes: the
+    /// system's, or for a manual clock its own (a fixed start, moved as its ticks are).
+    pub(crate) fn wall_millis(&self) -> u64 {
+        if self.manual {
+            const START: u64 = 1_700_000_000_000;
+            return START + ((u128::from(self.ticks.load(Ordering::Acquire)) * 1000) >> 32) as u64;
+        }
+        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        since.map_or(0, |since| since.as_millis() as u64)
+    }
+
     /// Keeps the ticker running while the returned hold lives (a manual clock needs none).
     fn hold(&self) -> Option<TickerHold> {
         (!self.manual).then(TickerHold::new)
@@ -518,6 +529,19 @@ impl Deadlines {
             self.touch(slot, now, self.tti);
         }
         standing
+    }
+
+    #[cfg(feature = "serde")]
+    /// The entry in `slot`'s deadline, stale window and grace, in ticks: `None` if it has
+    /// no deadline.
+    pub(crate) fn span_of(&self, slot: u32) -> Option<(u64, u64, u64)> {
+        let at = self.at.get(slot as usize)?.load(Ordering::Relaxed);
+        if at == NEVER {
+            return None;
+        }
+        let length = |lengths: &Vec<u32>| lengths.get(slot as usize).map_or(0, |&code| decode(code));
+        let (window, grace) = self.windows.as_ref().map_or((0, 0), |w| (length(&w.stale), length(&w.grace)));
+        Some((at.saturating_add(window), window, grace))
     }
 
     /// The time, for a loader's look at a slot.

@@ -10,6 +10,7 @@
 //! * `listener.rs`: why entries leave, and the listener told of it.
 //! * `load.rs`, `loader.rs`: coalesced loading.
 //! * `refresh.rs`: reloads of stale entries, and where they run.
+//! * `persist.rs`: saving a cache's contents, and restoring them (feature `serde`).
 //! * `entry.rs`: the entry API, an atomic read-modify-write of one key.
 //!
 //! Each operation hashes its key once; the hash picks the shard, finds the entry in the
@@ -32,6 +33,8 @@ mod listener;
 mod load;
 mod loader;
 mod lock;
+#[cfg(feature = "serde")]
+mod persist;
 mod policy;
 mod refresh;
 mod shard;
@@ -54,6 +57,8 @@ pub use self::listener::RemovalCause;
 use self::listener::{report, Listener};
 use self::load::Loads;
 use self::lock::ShardLock;
+#[cfg(feature = "serde")]
+pub use self::persist::{Restored, Saved};
 pub use self::policy::AdmissionPolicy;
 use self::policy::Removed;
 pub use self::refresh::Reload;
@@ -61,7 +66,7 @@ use self::shard::{Counters, Leftovers, Looked, Shard, Write};
 #[cfg(feature = "metrics")]
 use crate::gate::GateStats;
 use crate::gate::SeenBefore;
-use crate::primitive::{Ordering, Tally};
+use crate::primitive::{AtomicU64, Ordering, Tally};
 
 /// Default gate size under [`AdmissionPolicy::SecondHit`], in cache entries: how many
 /// first sightings the gate remembers while they wait for a second request. It costs
@@ -144,6 +149,18 @@ pub struct CacheStats {
     pub failures_cached: u64,
     /// Failed loads kept now (a gauge).
     pub failures_kept: u64,
+    /// Entries restored (see `AdmissionCache::restore`, feature `serde`).
+    pub restored_entries: u64,
+    /// Entries a restore dropped because their lifetime ended while the cache was down.
+    pub restore_expired: u64,
+    /// Bytes written by saves.
+    pub saved_bytes: u64,
+    /// Bytes read by restores.
+    pub restored_bytes: u64,
+    /// How long the last save took.
+    pub last_save: Duration,
+    /// How long the last restore took.
+    pub last_restore: Duration,
 }
 
 impl CacheStats {
@@ -201,6 +218,8 @@ pub struct AdmissionCache<K, V> {
     expire_after: Option<ExpireAfter<K, V>>,
     /// Where reloads of stale entries run, if the builder gave a spawner.
     spawner: Option<Spawner>,
+    /// What saves and restores did, for the metrics.
+    persisted: Persisted,
     #[cfg(feature = "metrics")]
     metrics: Option<metrics::CacheMetrics>,
 }
@@ -210,6 +229,17 @@ type Weigher<K, V> = Arc<dyn Fn(&K, &V) -> u32 + Send + Sync>;
 type ExpireAfter<K, V> = Arc<dyn Fn(&K, &V) -> Lifetime + Send + Sync>;
 
 type Spawner = Arc<dyn Fn(Reload) + Send + Sync>;
+
+/// What a cache's saves and restores did (feature `serde`; zeros without it).
+#[derive(Debug, Default)]
+pub(crate) struct Persisted {
+    saved_bytes: AtomicU64,
+    restored_bytes: AtomicU64,
+    restored_entries: AtomicU64,
+    restore_expired: AtomicU64,
+    last_save_nanos: AtomicU64,
+    last_restore_nanos: AtomicU64,
+}
 
 /// A shard behind its lock, alone on its cache lines.
 type ShardSlot<K, V> = CachePadded<ShardLock<Shard<K, V>>>;
@@ -832,6 +862,12 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
             failures_shared: loads.counts.sum(load::FAILURES_SHARED),
             failures_cached: loads.counts.sum(load::FAILURES_CACHED),
             failures_kept: loads.kept.load(Ordering::Relaxed),
+            restored_entries: self.persisted.restored_entries.load(Ordering::Relaxed),
+            restore_expired: self.persisted.restore_expired.load(Ordering::Relaxed),
+            saved_bytes: self.persisted.saved_bytes.load(Ordering::Relaxed),
+            restored_bytes: self.persisted.restored_bytes.load(Ordering::Relaxed),
+            last_save: Duration::from_nanos(self.persisted.last_save_nanos.load(Ordering::Relaxed)),
+            last_restore: Duration::from_nanos(self.persisted.last_restore_nanos.load(Ordering::Relaxed)),
             ..CacheStats::default()
         };
         let mut entries = 0;

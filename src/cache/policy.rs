@@ -96,7 +96,7 @@ pub(crate) struct Policy {
 pub(crate) struct S3Fifo {
     pub(crate) ghosts: BloomGhosts,
     /// The split, shared with the other shards.
-    split: Arc<SharedSplit>,
+    pub(crate) split: Arc<SharedSplit>,
     /// This shard's share of the cache's capacity, in 2^-32ths: it scales the shared
     /// small-queue target to the shard.
     scale: u64,
@@ -131,6 +131,23 @@ impl SharedSplit {
             small: AtomicU64::new((capacity / SMALL_SHARE).max(1)),
             capacity,
         })
+    }
+
+    #[cfg(feature = "serde")]
+    /// The small queue's target weight in the whole cache, and its capacity.
+    pub(crate) fn target(&self) -> (u64, u64) {
+        (self.small.load(Ordering::Relaxed), self.capacity)
+    }
+
+    #[cfg(feature = "serde")]
+    /// Sets the small queue's target to `small` of `of`: a saved cache's, scaled to this
+    /// one's capacity, within [`MIN_SHARE`] of either end.
+    pub(crate) fn set_target(&self, small: u64, of: u64) {
+        let floor = (self.capacity / MIN_SHARE).max(1);
+        let scaled = (u128::from(small) * u128::from(self.capacity) / u128::from(of.max(1))) as u64;
+        let _recent = self.recent.lock();
+        self.small
+            .store(scaled.clamp(floor, self.capacity.saturating_sub(floor).max(floor)), Ordering::Relaxed);
     }
 
     /// Whether the key of `hash` is in the sample.

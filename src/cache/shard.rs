@@ -14,6 +14,8 @@ use std::sync::Arc;
 
 use hashbrown::HashTable;
 
+#[cfg(feature = "serde")]
+use super::bloom::BloomGhosts;
 use super::expiry::{Expiry, Span, Standing};
 use super::listener::RemovalCause;
 use super::policy::{Policy, Removed, SharedSplit, MAX_FREQ};
@@ -83,6 +85,29 @@ pub(crate) struct Write<'a> {
     /// The load this write stores the value of ([`Shard::begin_load`]'s ticket): stored
     /// only if no write to the key came since the load began.
     pub(crate) load: Option<usize>,
+}
+
+#[cfg(feature = "serde")]
+/// An entry as a save copies it, and a restore puts it back.
+pub(crate) struct Exported<K, V> {
+    pub(crate) key: K,
+    pub(crate) value: V,
+    pub(crate) weight: u32,
+    /// Whether it was on the main queue (S3-FIFO's small queue otherwise).
+    pub(crate) main: bool,
+    /// Its requests counted (S3-FIFO's and CLOCK's frequency).
+    pub(crate) freq: u8,
+    pub(crate) lifetime: Option<Left>,
+}
+
+#[cfg(feature = "serde")]
+/// What was left of an entry's lifetime, in ticks: until its grace ends (its deadline, if
+/// it has no grace), and its stale window and grace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Left {
+    pub(crate) grace_end: u64,
+    pub(crate) window: u64,
+    pub(crate) grace: u64,
 }
 
 /// What a leader found as its load began (see [`Shard::begin_load`]).
@@ -662,6 +687,128 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         };
         self.settle(before, now, timed, Some(spare), write.gate, out);
         outcome
+    }
+
+    #[cfg(feature = "serde")]
+    /// Copies of the entries held (those expired in grace too, not those past it) onto
+    /// `out`, each queue oldest first, with what a restore needs to put them back as they
+    /// were (the caller's `Vec`, as in [`Shard::entries_into`]).
+    pub(crate) fn export(&self, expiry: &Expiry, out: &mut Vec<Exported<K, V>>)
+    where
+        K: Clone,
+    {
+        let deadlines = self.store.deadlines();
+        let now = if deadlines.is_some() { expiry.clock.now() } else { 0 };
+        out.reserve(self.store.len());
+        for queue in [Queue::Small, Queue::Main] {
+            for index in self.store.in_order(queue) {
+                let span = deadlines.and_then(|deadlines| deadlines.span_of(index));
+                let lifetime = match span {
+                    Some((deadline, window, grace)) => {
+                        match deadline.saturating_add(grace).checked_sub(now) {
+                            Some(left) if left > 0 => Some(Left { grace_end: left, window, grace }),
+                            _ => continue,
+                        }
+                    }
+                    None => None,
+                };
+                let entry = self.store.entry(index);
+                out.push(Exported {
+                    key: entry.key.clone(),
+                    value: entry.value.clone(),
+                    weight: self.store.weight_of(index),
+                    main: queue == Queue::Main,
+                    freq: entry.freq.load(crate::primitive::Ordering::Relaxed),
+                    lifetime,
+                });
+            }
+        }
+    }
+
+    #[cfg(feature = "serde")]
+    /// The ghosts' state, encoded (see `BloomGhosts::save`), under S3-FIFO.
+    pub(crate) fn save_ghosts(&self) -> Option<Vec<u8>> {
+        self.policy.s3fifo.as_ref().map(|s3fifo| {
+            let mut out = Vec::new();
+            s3fifo.ghosts.save(&mut out);
+            out
+        })
+    }
+
+    #[cfg(feature = "serde")]
+    /// Reads ghosts a save wrote: taken over if `alike` and sized alike (see
+    /// `BloomGhosts::restore`), and dropped under another policy.
+    pub(crate) fn restore_ghosts<R: std::io::Read + ?Sized>(
+        &mut self,
+        d: &mut crate::snapshot::Decoder<'_, R>,
+        alike: bool,
+    ) -> Result<(), crate::snapshot::SnapshotError> {
+        match &mut self.policy.s3fifo {
+            Some(s3fifo) => s3fifo.ghosts.restore(d, alike),
+            None => BloomGhosts::new(1).expect("a ghost of one key").restore(d, false),
+        }
+    }
+
+    #[cfg(feature = "serde")]
+    /// S3-FIFO's small-queue target in the whole cache, and its capacity.
+    pub(crate) fn split_target(&self) -> Option<(u64, u64)> {
+        self.policy.s3fifo.as_ref().map(|s3fifo| s3fifo.split.target())
+    }
+
+    #[cfg(feature = "serde")]
+    /// Sets S3-FIFO's small-queue target to `small` of a cache of `of` (scaled).
+    pub(crate) fn set_split_target(&self, small: u64, of: u64) {
+        if let Some(s3fifo) = &self.policy.s3fifo {
+            s3fifo.split.set_target(small, of);
+        }
+    }
+
+    #[cfg(feature = "serde")]
+    /// Puts back an entry a save copied (see [`Shard::export`]), as the newest of its
+    /// queue, with its requests and, ending at `now` plus what was `left` of it, its
+    /// lifetime; no admission (it was admitted once). A key already held gives way to it.
+    /// Whether it is stored (it may be too heavy, or evicted by a heavier shard).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn import(
+        &mut self,
+        entry: Exported<K, V>,
+        hash: u64,
+        weight: u32,
+        now: u64,
+        expiry: &Expiry,
+        gate: Option<&SeenBefore>,
+        out: &mut Removed<K, V>,
+    ) -> bool {
+        if u64::from(weight) > self.policy.capacity {
+            return false;
+        }
+        if let Some(index) = self.store.find(hash, &entry.key) {
+            let old = self.store.remove(index);
+            out.push((old.key, old.value), RemovalCause::Replaced);
+        }
+        // Under S3-FIFO an entry not requested since it last moved goes to the small queue,
+        // whose tail leaves first: a cache smaller than the one saved keeps the others.
+        let queue = match (&self.policy.s3fifo, entry.main && entry.freq > 0) {
+            (Some(_), false) => Queue::Small,
+            _ => Queue::Main,
+        };
+        let index = self.store.insert(entry.key, entry.value, hash, weight, queue);
+        self.store.entry(index).freq.store(entry.freq.min(MAX_FREQ), crate::primitive::Ordering::Relaxed);
+        if let Some(Left { grace_end, window, grace }) = entry.lifetime {
+            let grace_end = now.saturating_add(grace_end);
+            let deadline = grace_end.saturating_sub(grace);
+            let span = Span {
+                ttl: deadline.saturating_sub(now),
+                fresh: deadline.saturating_sub(window).saturating_sub(now),
+                grace: grace_end - deadline.max(now),
+            };
+            expiry.start();
+            self.store.set_deadline(index, now, span, expiry);
+        }
+        self.counters.admitted += 1;
+        // The entry just stored is spared: it weighs no more than the shard holds.
+        self.policy.evict(&mut self.store, Some(index), gate, now, out);
+        true
     }
 
     /// Empties the shard, handing back what it held to be dropped after the lock is

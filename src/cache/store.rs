@@ -290,6 +290,19 @@ impl<K, V> Store<K, V> {
         Some(slot)
     }
 
+    #[cfg(feature = "serde")]
+    /// The indices of the entries on `queue`, oldest first (the order eviction takes).
+    pub(crate) fn in_order(&self, queue: Queue) -> impl Iterator<Item = u32> + '_ {
+        let pairs = &self.queues[queue as usize].pairs;
+        let mask = pairs.buf.len().wrapping_sub(1);
+        (0..pairs.len()).filter_map(move |i| {
+            let pair = pairs.buf[pairs.start.wrapping_add(i) & mask];
+            let (index, stamp) = ((pair >> 32) as u32, pair as u32);
+            matches!(&self.slots[index as usize], Some(e) if e.stamp == stamp && e.queue == queue)
+                .then_some(index)
+        })
+    }
+
     /// The indices of the entries held.
     pub(crate) fn indices(&self) -> impl Iterator<Item = u32> + '_ {
         self.slots.iter().enumerate().filter(|(_, slot)| slot.is_some()).map(|(i, _)| i as u32)

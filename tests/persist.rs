@@ -1,0 +1,249 @@
+//! Saving a cache and restoring it: entries, their order, requests and lifetimes come
+//! back under every policy; a restore into another capacity, shard count or policy keeps
+//! what fits; lifetimes that ended while down are dropped; the gate's memory comes back
+//! with the same seed; a save while two threads churn restores only values the keys held;
+//! corrupt input gets an error naming it, and leaves the cache empty and usable; 100,000
+//! random edits of a valid file never panic.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use cuckoo_gate::{Admission, AdmissionCache, AdmissionPolicy, Clock, Lifetime, SnapshotError};
+
+const POLICIES: [AdmissionPolicy; 3] =
+    [AdmissionPolicy::S3Fifo, AdmissionPolicy::SecondHit, AdmissionPolicy::Always];
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+fn saved<V: Clone + serde::Serialize + serde::de::DeserializeOwned>(cache: &AdmissionCache<u64, V>) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let saved = cache.save(&mut bytes).unwrap();
+    assert_eq!(saved.bytes, bytes.len() as u64);
+    bytes
+}
+
+/// A cache of `capacity` under `policy` that holds keys 0..n (each written twice, so that
+/// `SecondHit` admits it).
+fn filled(policy: AdmissionPolicy, capacity: u64, shards: usize, n: u64) -> AdmissionCache<u64, String> {
+    let cache = AdmissionCache::builder().capacity(capacity).shards(shards).admission(policy).seed(3).build().unwrap();
+    for key in 0..n {
+        let _ = cache.insert(key, format!("v{key}"));
+        let _ = cache.insert(key, format!("v{key}"));
+    }
+    cache
+}
+
+#[test]
+fn every_entry_comes_back_under_every_policy() {
+    for policy in POLICIES {
+        let cache = filled(policy, 1_000, 4, 500);
+        let before: Vec<_> = (0..500).map(|k| cache.peek(&k)).collect();
+        assert!(before.iter().all(Option::is_some), "{policy:?}");
+        let bytes = saved(&cache);
+        for (other, shards) in [(policy, 4), (AdmissionPolicy::S3Fifo, 1), (AdmissionPolicy::Always, 7)] {
+            let restored: AdmissionCache<u64, String> =
+                AdmissionCache::builder().capacity(1_000).shards(shards).admission(other).build().unwrap();
+            let report = restored.restore(&mut bytes.as_slice()).unwrap();
+            assert_eq!((report.entries, report.expired, report.dropped), (500, 0, 0), "{policy:?} -> {other:?}");
+            assert_eq!(report.bytes, bytes.len() as u64);
+            let after: Vec<_> = (0..500).map(|k| restored.peek(&k)).collect();
+            assert_eq!(after, before, "{policy:?} -> {other:?}");
+            assert_eq!(restored.stats().restored_entries, 500);
+        }
+    }
+}
+
+#[test]
+fn an_exact_lru_keeps_its_order() {
+    let cache = filled(AdmissionPolicy::Always, 100, 1, 100);
+    // Touch the even keys: they become the most recently used.
+    (0..100).step_by(2).for_each(|k| _ = cache.get(&k));
+    let restored: AdmissionCache<u64, String> =
+        AdmissionCache::builder().capacity(50).shards(1).admission(AdmissionPolicy::Always).build().unwrap();
+    let report = restored.restore(&mut saved(&cache).as_slice()).unwrap();
+    assert_eq!((report.entries, report.dropped), (50, 50));
+    assert!((0..100).step_by(2).all(|k| restored.peek(&k).is_some()), "the 50 most recently used stay");
+}
+
+#[test]
+fn a_smaller_cache_keeps_the_entries_with_the_most_requests() {
+    let cache = filled(AdmissionPolicy::S3Fifo, 1_000, 1, 1_000);
+    for _ in 0..3 {
+        (0..100).for_each(|k| _ = cache.get(&k));
+    }
+    let restored: AdmissionCache<u64, String> = AdmissionCache::builder().capacity(200).shards(1).build().unwrap();
+    restored.restore(&mut saved(&cache).as_slice()).unwrap();
+    let hot = (0..100).filter(|k| restored.peek(k).is_some()).count();
+    assert!(hot >= 90, "{hot} of the 100 requested keys kept");
+}
+
+#[test]
+fn lifetimes_count_the_time_spent_down() {
+    let (clock, hand) = Clock::manual();
+    let build = |clock: Clock| {
+        AdmissionCache::<u64, u64>::builder().capacity(100).time_to_live(secs(100)).clock(clock).build().unwrap()
+    };
+    let cache = build(clock.clone());
+    let _ = cache.insert(1, 1); // lives 100 s
+    let _ = cache.insert_with_ttl(2, 2, secs(10));
+    let _ = cache.insert_with_lifetime(3, 3, Lifetime::ttl(secs(10)).fresh_for(secs(5)).grace(secs(30)));
+    let _ = cache.insert_with_lifetime(4, 4, Lifetime::forever());
+    hand.advance(secs(5));
+    let bytes = saved(&cache);
+    hand.advance(secs(20)); // down for 20 s
+    let restored = build(clock);
+    let report = restored.restore(&mut bytes.as_slice()).unwrap();
+    assert_eq!((report.entries, report.expired), (3, 1), "key 2's lifetime ended while down");
+    assert_eq!((restored.get(&1), restored.get(&2), restored.get(&3), restored.get(&4)), (Some(1), None, None, Some(4)));
+    // Key 3 is in grace (10 s of life, 30 of grace, 25 s after its write).
+    assert_eq!(restored.try_get_or_insert_with(&3, || Err::<u64, ()>(())), Ok(3), "in grace");
+    hand.advance(secs(75));
+    assert_eq!((restored.get(&1), restored.get(&4)), (None, Some(4)), "key 1 lived its 100 s, down time included");
+    assert_eq!(restored.try_get_or_insert_with(&3, || Err::<u64, ()>(())), Err(()), "grace over");
+}
+
+#[test]
+fn the_gates_memory_comes_back_with_the_same_seed() {
+    let build = || {
+        AdmissionCache::<u64, u64>::builder()
+            .capacity(100)
+            .admission(AdmissionPolicy::SecondHit)
+            .seed(11)
+            .build()
+            .unwrap()
+    };
+    let cache = build();
+    assert_eq!(cache.insert(1, 1), Admission::Rejected); // a first sighting, remembered
+    let restored = build();
+    restored.restore(&mut saved(&cache).as_slice()).unwrap();
+    assert_eq!(restored.insert(1, 1), Admission::Admitted, "seen before the restart");
+}
+
+#[test]
+fn a_save_while_two_threads_churn_restores_values_the_keys_held() {
+    for policy in POLICIES {
+        let (clock, hand) = Clock::manual();
+        let cache: Arc<AdmissionCache<u64, u64>> = Arc::new(
+            AdmissionCache::builder()
+                .capacity(2_000)
+                .admission(policy)
+                .time_to_live(secs(10))
+                .clock(clock.clone())
+                .build()
+                .unwrap(),
+        );
+        // A key's value is always key * 1_000 + a version: a value restored must be one
+        // its key held.
+        for key in 0..5_000u64 {
+            let _ = cache.insert_with_ttl(key, key * 1_000, if key % 2 == 0 { secs(1) } else { secs(100) });
+        }
+        hand.advance(secs(1)); // the even keys expired
+        let stop = Arc::new(AtomicBool::new(false));
+        let churn: Vec<_> = (0..2u64)
+            .map(|t| {
+                let (cache, stop) = (cache.clone(), stop.clone());
+                thread::spawn(move || {
+                    let mut version = 1;
+                    while !stop.load(Ordering::Relaxed) {
+                        for key in (t..5_000).step_by(7) {
+                            if key % 2 == 1 {
+                                let _ = cache.insert(key, key * 1_000 + version % 1_000);
+                            }
+                            let _ = cache.get(&(key + 1));
+                        }
+                        version += 1;
+                    }
+                })
+            })
+            .collect();
+        let mut bytes = Vec::new();
+        for _ in 0..3 {
+            bytes.clear();
+            cache.save(&mut bytes).unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+        churn.into_iter().for_each(|t| t.join().unwrap());
+        let restored: AdmissionCache<u64, u64> =
+            AdmissionCache::builder().capacity(2_000).admission(policy).clock(clock).build().unwrap();
+        let report = restored.restore(&mut bytes.as_slice()).unwrap();
+        assert!(report.entries > 0, "{policy:?}");
+        for (key, value) in restored.iter() {
+            assert_eq!(value / 1_000, key, "{policy:?}: key {key} got {value}");
+            assert!(key % 2 == 1, "{policy:?}: key {key} had expired before the save");
+        }
+    }
+}
+
+#[test]
+fn corrupt_input_gets_an_error_and_leaves_the_cache_empty_and_usable() {
+    let cache = filled(AdmissionPolicy::S3Fifo, 1_000, 4, 300);
+    let bytes = saved(&cache);
+    let restored: AdmissionCache<u64, String> = AdmissionCache::builder().capacity(1_000).build().unwrap();
+    let truncated = restored.restore(&mut &bytes[..bytes.len() - 5]).unwrap_err();
+    assert!(matches!(truncated, SnapshotError::Truncated), "{truncated}");
+    assert!(restored.is_empty());
+    let mut flipped = bytes.clone();
+    let at = flipped.len() / 2;
+    flipped[at] ^= 0x40;
+    let corrupt = restored.restore(&mut flipped.as_slice()).unwrap_err();
+    assert!(matches!(corrupt, SnapshotError::ChecksumMismatch { .. } | SnapshotError::Inconsistent { .. }), "{corrupt}");
+    assert!(restored.is_empty());
+    let filter = cuckoo_gate::CuckooFilter::with_capacity(10);
+    let mut other = Vec::new();
+    filter.snapshot(&mut other).unwrap();
+    let wrong = restored.restore(&mut other.as_slice()).unwrap_err();
+    assert!(wrong.to_string().contains("CuckooFilter"), "{wrong}");
+    // Still usable, and a good file still restores.
+    let _ = restored.insert(1, "one".into());
+    assert_eq!(restored.restore(&mut bytes.as_slice()).unwrap().entries, 300);
+    assert_eq!(restored.get(&1).as_deref(), Some("v1"));
+}
+
+/// SplitMix64, for reproducible edits.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+#[test]
+fn random_edits_of_a_valid_file_never_panic() {
+    let (clock, _hand) = Clock::manual();
+    let cache: AdmissionCache<String, Vec<u8>> =
+        AdmissionCache::builder().capacity(64).shards(2).time_to_live(secs(60)).clock(clock.clone()).build().unwrap();
+    for key in 0..40u64 {
+        let _ = cache.insert(format!("k{key}"), vec![key as u8; (key % 9) as usize]);
+    }
+    let mut bytes = Vec::new();
+    cache.save(&mut bytes).unwrap();
+    let restored: AdmissionCache<String, Vec<u8>> =
+        AdmissionCache::builder().capacity(64).clock(clock).build().unwrap();
+    let mut state = 1u64;
+    for round in 0..100_000u64 {
+        let mut edited = bytes.clone();
+        state = mix(state ^ round);
+        match state % 4 {
+            0 => {
+                let at = (mix(state) % edited.len() as u64) as usize;
+                edited[at] ^= 1 << (state >> 60 & 7);
+            }
+            1 => edited.truncate((mix(state) % edited.len() as u64) as usize),
+            2 => {
+                let at = (mix(state) % edited.len() as u64) as usize;
+                edited[at] = (state >> 32) as u8;
+            }
+            _ => {
+                let at = (mix(state) % edited.len() as u64) as usize;
+                edited.insert(at, (state >> 40) as u8);
+            }
+        }
+        if restored.restore(&mut edited.as_slice()).is_err() {
+            assert!(restored.is_empty(), "round {round}: an error left entries behind");
+        }
+    }
+}
