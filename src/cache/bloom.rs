@@ -160,7 +160,7 @@ impl BloomGhosts {
             (d.usize("ghost recordings")?, d.usize("ghost recordings")?, d.u64()?);
         let count = d.usize("ghost words")?;
         let words = d.words(count)?;
-        let made = words.len() == 2 * size && size.is_power_of_two();
+        let made = size.checked_mul(2) == Some(words.len()) && size.is_power_of_two();
         if current > 1 || recorded > capacity || previous > capacity || !(words.is_empty() || made) {
             return Err(SnapshotError::inconsistent("cache ghosts"));
         }

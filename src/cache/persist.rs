@@ -91,7 +91,9 @@ const TIMED: u8 = 1 << 2;
 /// The requests counted, in bits 3 and 4.
 const FREQ_SHIFT: u8 = 3;
 
-/// Ticks (2^-32 s) in milliseconds, rounded down or up; and milliseconds in ticks.
+/// Ticks (2^-32 s) in milliseconds, rounded down or up; and milliseconds in ticks,
+/// rounded up (by less than a tick), so that milliseconds restored and saved again are
+/// the same milliseconds.
 fn millis(ticks: u64, round_up: bool) -> u64 {
     let scaled = u128::from(ticks) * 1000;
     let up = if round_up { (1 << 32) - 1 } else { 0 };
@@ -99,7 +101,7 @@ fn millis(ticks: u64, round_up: bool) -> u64 {
 }
 
 fn ticks(millis: u64) -> u64 {
-    ((u128::from(millis) << 32) / 1000).min(u128::from(u64::MAX)) as u64
+    ((u128::from(millis) << 32).div_ceil(1000)).min(u128::from(u64::MAX)) as u64
 }
 
 /// Counts the bytes that pass.
