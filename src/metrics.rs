@@ -100,6 +100,12 @@ pub(crate) const CACHE_FAILURES_CACHED_TOTAL: &str = "cuckoo_gate_cache_failures
 pub(crate) const CACHE_FAILURES_KEPT: &str = "cuckoo_gate_cache_failures_kept";
 pub(crate) const CACHE_EXPIRATIONS_TOTAL: &str = "cuckoo_gate_cache_expirations_total";
 pub(crate) const CACHE_WEIGHT: &str = "cuckoo_gate_cache_weight";
+pub(crate) const CACHE_RESTORED_ENTRIES_TOTAL: &str = "cuckoo_gate_cache_restored_entries_total";
+pub(crate) const CACHE_RESTORE_EXPIRED_TOTAL: &str = "cuckoo_gate_cache_restore_expired_total";
+pub(crate) const CACHE_SAVED_BYTES_TOTAL: &str = "cuckoo_gate_cache_saved_bytes_total";
+pub(crate) const CACHE_RESTORED_BYTES_TOTAL: &str = "cuckoo_gate_cache_restored_bytes_total";
+pub(crate) const CACHE_LAST_SAVE_SECONDS: &str = "cuckoo_gate_cache_last_save_seconds";
+pub(crate) const CACHE_LAST_RESTORE_SECONDS: &str = "cuckoo_gate_cache_last_restore_seconds";
 
 // The gate's series (`cache/metrics.rs`, beside the admission counters).
 pub(crate) const GATE_ROTATIONS_TOTAL: &str = "cuckoo_gate_gate_rotations_total";
@@ -180,6 +186,32 @@ pub(crate) fn describe() {
             CACHE_FAILURES_KEPT,
             Unit::Count,
             "Failed loads kept now for their keys (negative caching)."
+        );
+        describe_counter!(
+            CACHE_RESTORED_ENTRIES_TOTAL,
+            Unit::Count,
+            "Entries put back by restores of saved contents."
+        );
+        describe_counter!(
+            CACHE_RESTORE_EXPIRED_TOTAL,
+            Unit::Count,
+            "Saved entries a restore dropped: their lifetime ended while the cache was down."
+        );
+        describe_counter!(CACHE_SAVED_BYTES_TOTAL, Unit::Bytes, "Bytes written by saves of the contents.");
+        describe_counter!(
+            CACHE_RESTORED_BYTES_TOTAL,
+            Unit::Bytes,
+            "Bytes read by restores of saved contents."
+        );
+        describe_gauge!(
+            CACHE_LAST_SAVE_SECONDS,
+            Unit::Seconds,
+            "How long the last save of the contents took."
+        );
+        describe_gauge!(
+            CACHE_LAST_RESTORE_SECONDS,
+            Unit::Seconds,
+            "How long the last restore of saved contents took."
         );
         describe_counter!(GATE_ROTATIONS_TOTAL, Unit::Count, "Generations started by the gate.");
         describe_gauge!(GATE_MEMORY_BYTES, Unit::Bytes, "Memory held by the gate's filters.");

@@ -19,7 +19,9 @@ fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
 }
 
-fn saved<V: Clone + serde::Serialize + serde::de::DeserializeOwned>(cache: &AdmissionCache<u64, V>) -> Vec<u8> {
+fn saved<V: Clone + serde::Serialize + serde::de::DeserializeOwned>(
+    cache: &AdmissionCache<u64, V>,
+) -> Vec<u8> {
     let mut bytes = Vec::new();
     let saved = cache.save(&mut bytes).unwrap();
     assert_eq!(saved.bytes, bytes.len() as u64);
@@ -29,7 +31,13 @@ fn saved<V: Clone + serde::Serialize + serde::de::DeserializeOwned>(cache: &Admi
 /// A cache of `capacity` under `policy` that holds keys 0..n (each written twice, so that
 /// `SecondHit` admits it).
 fn filled(policy: AdmissionPolicy, capacity: u64, shards: usize, n: u64) -> AdmissionCache<u64, String> {
-    let cache = AdmissionCache::builder().capacity(capacity).shards(shards).admission(policy).seed(3).build().unwrap();
+    let cache = AdmissionCache::builder()
+        .capacity(capacity)
+        .shards(shards)
+        .admission(policy)
+        .seed(3)
+        .build()
+        .unwrap();
     for key in 0..n {
         let _ = cache.insert(key, format!("v{key}"));
         let _ = cache.insert(key, format!("v{key}"));
@@ -48,7 +56,11 @@ fn every_entry_comes_back_under_every_policy() {
             let restored: AdmissionCache<u64, String> =
                 AdmissionCache::builder().capacity(1_000).shards(shards).admission(other).build().unwrap();
             let report = restored.restore(&mut bytes.as_slice()).unwrap();
-            assert_eq!((report.entries, report.expired, report.dropped), (500, 0, 0), "{policy:?} -> {other:?}");
+            assert_eq!(
+                (report.entries, report.expired, report.dropped),
+                (500, 0, 0),
+                "{policy:?} -> {other:?}"
+            );
             assert_eq!(report.bytes, bytes.len() as u64);
             let after: Vec<_> = (0..500).map(|k| restored.peek(&k)).collect();
             assert_eq!(after, before, "{policy:?} -> {other:?}");
@@ -75,17 +87,68 @@ fn a_smaller_cache_keeps_the_entries_with_the_most_requests() {
     for _ in 0..3 {
         (0..100).for_each(|k| _ = cache.get(&k));
     }
-    let restored: AdmissionCache<u64, String> = AdmissionCache::builder().capacity(200).shards(1).build().unwrap();
+    let restored: AdmissionCache<u64, String> =
+        AdmissionCache::builder().capacity(200).shards(1).build().unwrap();
     restored.restore(&mut saved(&cache).as_slice()).unwrap();
     let hot = (0..100).filter(|k| restored.peek(k).is_some()).count();
     assert!(hot >= 90, "{hot} of the 100 requested keys kept");
 }
 
 #[test]
+fn a_restored_cache_answers_as_the_saved_one_would_have() {
+    // A skewed stream with one-hit wonders: after a save, the saved cache and one that
+    // restored the save hit on exactly the same requests.
+    let requests: Vec<u64> = (0..30_000u64)
+        .map(|i| if i % 3 == 0 { 1 << 40 | i } else { mix(i) % 2_000 % (1 + mix(i >> 1) % 2_000) })
+        .collect();
+    for policy in [AdmissionPolicy::S3Fifo, AdmissionPolicy::SecondHit, AdmissionPolicy::Always] {
+        let build = || {
+            AdmissionCache::<u64, u64>::builder()
+                .capacity(300)
+                .shards(4)
+                .admission(policy)
+                .seed(5)
+                .build()
+                .unwrap()
+        };
+        let replay = |cache: &AdmissionCache<u64, u64>, requests: &[u64]| -> Vec<bool> {
+            let hit = |&key: &u64| {
+                cache.get(&key).is_some() || {
+                    let _ = cache.insert(key, key);
+                    false
+                }
+            };
+            requests.iter().map(hit).collect()
+        };
+        let saved = build();
+        replay(&saved, &requests[..20_000]);
+        let mut bytes = Vec::new();
+        saved.save(&mut bytes).unwrap();
+        let restored = build();
+        restored.restore(&mut bytes.as_slice()).unwrap();
+        let (hits, again) = (replay(&saved, &requests[20_000..]), replay(&restored, &requests[20_000..]));
+        assert!(hits.iter().filter(|&&h| h).count() > 1_000, "{policy:?}: the stream hits");
+        let first = hits.iter().zip(&again).position(|(a, b)| a != b);
+        let n = hits.iter().zip(&again).filter(|(a, b)| a != b).count();
+        assert!(
+            hits == again,
+            "{policy:?}: the restored cache hit on other requests: {n} from {first:?}; {} vs {}",
+            hits.iter().filter(|&&h| h).count(),
+            again.iter().filter(|&&h| h).count()
+        );
+    }
+}
+
+#[test]
 fn lifetimes_count_the_time_spent_down() {
     let (clock, hand) = Clock::manual();
     let build = |clock: Clock| {
-        AdmissionCache::<u64, u64>::builder().capacity(100).time_to_live(secs(100)).clock(clock).build().unwrap()
+        AdmissionCache::<u64, u64>::builder()
+            .capacity(100)
+            .time_to_live(secs(100))
+            .clock(clock)
+            .build()
+            .unwrap()
     };
     let cache = build(clock.clone());
     let _ = cache.insert(1, 1); // lives 100 s
@@ -98,11 +161,18 @@ fn lifetimes_count_the_time_spent_down() {
     let restored = build(clock);
     let report = restored.restore(&mut bytes.as_slice()).unwrap();
     assert_eq!((report.entries, report.expired), (3, 1), "key 2's lifetime ended while down");
-    assert_eq!((restored.get(&1), restored.get(&2), restored.get(&3), restored.get(&4)), (Some(1), None, None, Some(4)));
+    assert_eq!(
+        (restored.get(&1), restored.get(&2), restored.get(&3), restored.get(&4)),
+        (Some(1), None, None, Some(4))
+    );
     // Key 3 is in grace (10 s of life, 30 of grace, 25 s after its write).
     assert_eq!(restored.try_get_or_insert_with(&3, || Err::<u64, ()>(())), Ok(3), "in grace");
     hand.advance(secs(75));
-    assert_eq!((restored.get(&1), restored.get(&4)), (None, Some(4)), "key 1 lived its 100 s, down time included");
+    assert_eq!(
+        (restored.get(&1), restored.get(&4)),
+        (None, Some(4)),
+        "key 1 lived its 100 s, down time included"
+    );
     assert_eq!(restored.try_get_or_insert_with(&3, || Err::<u64, ()>(())), Err(()), "grace over");
 }
 
@@ -190,7 +260,10 @@ fn corrupt_input_gets_an_error_and_leaves_the_cache_empty_and_usable() {
     let at = flipped.len() / 2;
     flipped[at] ^= 0x40;
     let corrupt = restored.restore(&mut flipped.as_slice()).unwrap_err();
-    assert!(matches!(corrupt, SnapshotError::ChecksumMismatch { .. } | SnapshotError::Inconsistent { .. }), "{corrupt}");
+    assert!(
+        matches!(corrupt, SnapshotError::ChecksumMismatch { .. } | SnapshotError::Inconsistent { .. }),
+        "{corrupt}"
+    );
     assert!(restored.is_empty());
     let filter = cuckoo_gate::CuckooFilter::with_capacity(10);
     let mut other = Vec::new();
@@ -214,8 +287,13 @@ fn mix(mut z: u64) -> u64 {
 #[test]
 fn random_edits_of_a_valid_file_never_panic() {
     let (clock, _hand) = Clock::manual();
-    let cache: AdmissionCache<String, Vec<u8>> =
-        AdmissionCache::builder().capacity(64).shards(2).time_to_live(secs(60)).clock(clock.clone()).build().unwrap();
+    let cache: AdmissionCache<String, Vec<u8>> = AdmissionCache::builder()
+        .capacity(64)
+        .shards(2)
+        .time_to_live(secs(60))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
     for key in 0..40u64 {
         let _ = cache.insert(format!("k{key}"), vec![key as u8; (key % 9) as usize]);
     }

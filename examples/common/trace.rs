@@ -4,7 +4,7 @@
 use std::path::Path;
 
 #[path = "rng.rs"]
-mod rng;
+pub mod rng;
 use rng::Rng;
 
 /// One request: the key and the object's size in bytes (1 when the trace has none).

@@ -521,7 +521,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
     /// let builder = AdmissionCache::<u64, u64>::builder().capacity(100).metrics_name("edge");
     /// let cache = builder.clone().build()?;
     /// metrics::with_local_recorder(&recorder, || cache.publish_metrics());
-    /// assert_eq!(recorder.snapshotter().snapshot().into_vec().len(), 21); // the cache's series
+    /// assert_eq!(recorder.snapshotter().snapshot().into_vec().len(), 27); // the cache's series
     /// assert!(matches!(builder.build(), Err(BuildError::MetricsNameTaken { .. })));
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```

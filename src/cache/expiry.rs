@@ -240,6 +240,7 @@ impl Clock {
 
     /// The wall-clock time in milliseconds since 1970, for a saved cache's lifetimes: the
     /// system's, or for a manual clock its own (a fixed start, moved as its ticks are).
+    #[cfg(feature = "serde")]
     pub(crate) fn wall_millis(&self) -> u64 {
         if self.manual {
             const START: u64 = 1_700_000_000_000;

@@ -6,7 +6,7 @@
 //! recordings, cuckoo deletion for "seen? and forget") cut down to what the split needs:
 //! written only under the split's mutex, so it has no atomics, stripes or validation; it
 //! never grows, never needs an exact size (the bucket count is a power of two, so an
-//! alternate bucket is one XOR away) and is never snapshotted. Deletion removes exactly
+//! alternate bucket is one XOR away); a cache's save writes it whole. Deletion removes exactly
 //! the key's own fingerprint, so a miss moves the split once per eviction. (A shard's
 //! ghosts, asked on every miss, trade that exactness for one cache line: `bloom.rs`.)
 //!
@@ -18,6 +18,8 @@
 use crate::error::BuildError;
 use crate::filter::{matches16, MIX, SLOTS};
 use crate::primitive::prefetch;
+#[cfg(feature = "serde")]
+use crate::snapshot::{Decoder, SnapshotError};
 
 /// Bits per fingerprint, and per slot.
 const FINGERPRINT_BITS: u32 = 16;
@@ -178,6 +180,49 @@ impl Ghosts {
             self.buckets[i][g] |= u64::from(fp) << shift(empty.trailing_zeros() as usize);
         }
         empty != 0
+    }
+
+    #[cfg(feature = "serde")]
+    /// Appends the ghosts' state to `out`, for a cache's save (little-endian: capacity,
+    /// bucket count, current generation, recordings in it, rotations, kicks, then the
+    /// buckets' words).
+    pub(crate) fn save(&self, out: &mut Vec<u8>) {
+        let fields = [self.capacity, self.buckets.len(), self.current, self.recorded];
+        for field in fields.map(|f| f as u64).into_iter().chain([self.rotations, self.kicks as u64]) {
+            out.extend_from_slice(&field.to_le_bytes());
+        }
+        self.buckets.iter().flatten().for_each(|word| out.extend_from_slice(&word.to_le_bytes()));
+    }
+
+    #[cfg(feature = "serde")]
+    /// Reads ghosts [`Ghosts::save`] wrote; an error if they are not ghosts it could
+    /// have written.
+    pub(crate) fn restore<R: std::io::Read + ?Sized>(d: &mut Decoder<'_, R>) -> Result<Self, SnapshotError> {
+        let bad = || SnapshotError::inconsistent("the split's ghosts");
+        let (capacity, buckets) = (d.usize("split ghost capacity")?, d.usize("split ghost buckets")?);
+        let (current, recorded) = (d.usize("split ghost generation")?, d.usize("split ghost recordings")?);
+        let (rotations, kicks) = (d.u64()?, d.u64()?);
+        let words =
+            buckets.checked_mul(2).filter(|_| buckets.is_power_of_two() && buckets >= 2).ok_or_else(bad)?;
+        let words = d.words(words)?;
+        if capacity == 0 || current > 1 || recorded > capacity {
+            return Err(bad());
+        }
+        Ok(Ghosts {
+            buckets: words.chunks_exact(2).map(|pair| [pair[0], pair[1]]).collect(),
+            current,
+            recorded,
+            capacity,
+            mask: buckets - 1,
+            rotations,
+            kicks: kicks as usize,
+        })
+    }
+
+    #[cfg(feature = "serde")]
+    /// Whether `other` was sized as these are.
+    pub(crate) fn sized_as(&self, other: &Ghosts) -> bool {
+        (self.capacity, self.buckets.len()) == (other.capacity, other.buckets.len())
     }
 
     /// Clears the older generation and makes it the current one.

@@ -20,6 +20,7 @@
 //! | 8 | the cache's hash of the `u64` [`HASH_CHECK_KEY`]: filters hashed alike can be taken over |
 //! | 8 | wall-clock time of the save, in milliseconds since 1970 |
 //! | 8 | S3-FIFO's small-queue target (0 under the other policies) |
+//! | 1 + | 1 and S3-FIFO's recent evictions (sampling rate, then two ghost tables), or 0 |
 //! | 1 + | 1 and a gate snapshot (`SecondHit`'s gate), or 0 |
 //! | per shard | 1 and its ghosts (`S3Fifo`), or 0; the entry count (8); the block's length `L` (8); the block (`L`) |
 //! | 8 | entries in all |
@@ -35,10 +36,10 @@
 //! with its requests and what is left of its lifetime by the wall clock: so the time spent
 //! down counts, and an entry whose grace ended meanwhile is dropped. The cache may have
 //! another capacity, shard count or policy: entries re-shard, and a smaller cache evicts
-//! by its policy as they come, keeping those with the most requests. The gate's and the
-//! ghosts' filters are taken over when they hash alike (the same `seed`) and are sized
-//! alike (the same capacity, and for ghosts the same shard count); they are hints,
-//! otherwise dropped.
+//! by its policy as they come (S3-FIFO, given each block least requested first, keeps
+//! those requested most; an exact LRU the most recent). The gate's and the ghosts' filters are taken over when they hash alike (the
+//! same `seed`) and are sized alike (the same capacity, and for ghosts the same shard
+//! count); they are hints, otherwise dropped.
 
 use std::hash::Hash;
 use std::io::{self, Read, Write};
@@ -47,7 +48,7 @@ use std::time::{Duration, Instant};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::policy::Removed;
+use super::policy::{Removed, SharedSplit};
 use super::shard::{Exported, Left};
 use super::{AdmissionCache, AdmissionPolicy, MAX_SHARDS};
 use crate::gate::SeenBefore;
@@ -233,7 +234,22 @@ where
         e.usize(self.shards.len())?;
         e.u64(self.hasher.hash_one(HASH_CHECK_KEY))?;
         e.u64(self.expiry.clock.wall_millis())?;
-        e.u64(self.shards[0].read().split_target().map_or(0, |(small, _)| small))?;
+        let (small, recent) = match self.shards[0].read().split() {
+            Some(split) => {
+                let mut recent = Vec::new();
+                split.save_recent(&mut recent);
+                (split.target().0, Some(recent))
+            }
+            None => (0, None),
+        };
+        e.u64(small)?;
+        match recent {
+            Some(recent) => {
+                e.u8(1)?;
+                e.write_all(&recent)?;
+            }
+            None => e.u8(0)?,
+        }
         match &self.gate {
             Some(gate) => {
                 e.u8(1)?;
@@ -276,8 +292,9 @@ where
     /// and what is left of its lifetime by the wall clock (an entry whose lifetime and
     /// grace ended while the cache was down is dropped, and not told to the listener).
     /// This cache may have another capacity, shard count or policy than the one saved: a
-    /// smaller one keeps the entries with the most requests. The gate's and the ghosts'
-    /// filters are taken over when they hash alike (build both caches with the same
+    /// smaller one evicts by its policy as the entries come (S3-FIFO, given them least
+    /// requested first, keeps those requested most; an exact LRU the most recent). The gate's and the ghosts' filters are taken
+    /// over when they hash alike (build both caches with the same
     /// [`seed`](super::AdmissionCacheBuilder::seed)) and are sized alike. What the cache
     /// held before is cleared (and told to the listener as cleared); entries the file
     /// cannot restore are not.
@@ -335,12 +352,21 @@ where
         let alike = d.u64()? == self.hasher.hash_one(HASH_CHECK_KEY);
         let elapsed = self.expiry.clock.wall_millis().saturating_sub(d.u64()?);
         let small = d.u64()?;
+        let recent = match d.u8()? {
+            0 => None,
+            1 => Some(SharedSplit::read_recent(&mut d)?),
+            _ => return Err(inconsistent("cache split flag")),
+        };
         let gate = match d.u8()? {
             0 => None,
             1 => Some(SeenBefore::restore(&mut d)?),
             _ => return Err(inconsistent("cache gate flag")),
         };
         let same_shards = alike && shards == self.shards.len();
+        // Into a smaller S3-FIFO cache, each block's entries come least requested first, so
+        // that those evicted to make room are those the policy would give up first.
+        let by_requests = self.policy == AdmissionPolicy::S3Fifo && self.capacity < capacity;
+        let mut entries = Vec::new();
         let (mut total, mut expired, mut block) = (0u64, 0, Vec::new());
         for i in 0..shards {
             match d.u8()? {
@@ -355,7 +381,6 @@ where
             let len = d.usize("cache block length")?;
             read_block(&mut d, len, &mut block)?;
             let mut rest = block.as_slice();
-            let mut entries = Vec::new();
             for _ in 0..count {
                 let (key, after) = take::<K>(rest, "a key")?;
                 let (value, after) = take::<V>(after, "a value")?;
@@ -385,14 +410,18 @@ where
                 // Weighed again by this cache's weigher: the weight written is its own.
                 let _ = weight;
                 let (main, freq) = (flags & MAIN != 0, (flags >> FREQ_SHIFT) & 3);
-                entries.push(Exported { key, value, weight: 1, main, freq, lifetime });
+                let entry = Exported { key, value, weight: 1, main, freq, lifetime };
+                if by_requests {
+                    entries.push(entry);
+                } else {
+                    self.put_back(entry);
+                }
             }
             if !rest.is_empty() {
                 return Err(inconsistent("bytes past a block's entries"));
             }
-            // The least requested first, in their order: a smaller cache evicts them first.
             entries.sort_by_key(|entry| entry.freq);
-            entries.into_iter().for_each(|entry| self.put_back(entry));
+            entries.drain(..).for_each(|entry| self.put_back(entry));
         }
         if d.u64()? != total {
             return Err(inconsistent("cache entry count"));
@@ -403,6 +432,9 @@ where
         }
         if policy == 2 && small > 0 {
             self.shards[0].read().set_split_target(small, capacity);
+        }
+        if let (Some(recent), Some(split), true) = (recent, self.shards[0].read().split(), alike) {
+            split.adopt_recent(recent);
         }
         let entries = self.len() as u64;
         Ok(Restored {

@@ -150,6 +150,34 @@ impl SharedSplit {
             .store(scaled.clamp(floor, self.capacity.saturating_sub(floor).max(floor)), Ordering::Relaxed);
     }
 
+    #[cfg(feature = "serde")]
+    /// Appends the recent evictions to `out`, for a cache's save: the sampling rate, then
+    /// the small queue's and main's ghosts.
+    pub(crate) fn save_recent(&self, out: &mut Vec<u8>) {
+        let recent = self.recent.lock();
+        out.extend_from_slice(&recent.rate.to_le_bytes());
+        recent.small.save(out);
+        recent.main.save(out);
+    }
+
+    #[cfg(feature = "serde")]
+    /// Reads what [`SharedSplit::save_recent`] wrote: the sampling rate and the ghosts.
+    pub(crate) fn read_recent<R: std::io::Read + ?Sized>(
+        d: &mut crate::snapshot::Decoder<'_, R>,
+    ) -> Result<(u64, Ghosts, Ghosts), crate::snapshot::SnapshotError> {
+        Ok((d.u64()?, Ghosts::restore(d)?, Ghosts::restore(d)?))
+    }
+
+    #[cfg(feature = "serde")]
+    /// Takes over recent evictions [`SharedSplit::read_recent`] read, if they were
+    /// sampled and sized as these are.
+    pub(crate) fn adopt_recent(&self, (rate, small, main): (u64, Ghosts, Ghosts)) {
+        let mut recent = self.recent.lock();
+        if rate == recent.rate && recent.small.sized_as(&small) && recent.main.sized_as(&main) {
+            (recent.small, recent.main) = (small, main);
+        }
+    }
+
     /// Whether the key of `hash` is in the sample.
     #[inline]
     fn tracks(&self, hash: u64) -> bool {

@@ -750,9 +750,9 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     }
 
     #[cfg(feature = "serde")]
-    /// S3-FIFO's small-queue target in the whole cache, and its capacity.
-    pub(crate) fn split_target(&self) -> Option<(u64, u64)> {
-        self.policy.s3fifo.as_ref().map(|s3fifo| s3fifo.split.target())
+    /// S3-FIFO's split: the shared state every shard holds a handle to.
+    pub(crate) fn split(&self) -> Option<&super::policy::SharedSplit> {
+        self.policy.s3fifo.as_ref().map(|s3fifo| &*s3fifo.split)
     }
 
     #[cfg(feature = "serde")]
@@ -786,9 +786,9 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             let old = self.store.remove(index);
             out.push((old.key, old.value), RemovalCause::Replaced);
         }
-        // Under S3-FIFO an entry not requested since it last moved goes to the small queue,
-        // whose tail leaves first: a cache smaller than the one saved keeps the others.
-        let queue = match (&self.policy.s3fifo, entry.main && entry.freq > 0) {
+        // Back to the queue it was saved in: a cache smaller than the one saved evicts by
+        // its policy as entries arrive (under S3-FIFO those not requested again leave first).
+        let queue = match (&self.policy.s3fifo, entry.main) {
             (Some(_), false) => Queue::Small,
             _ => Queue::Main,
         };
