@@ -8,6 +8,7 @@
 //! curl localhost:8080/obj/42; curl localhost:8080/metrics
 //! cargo run --release --example web_service -- --stampede 100  # the check below
 //! cargo run --release --example web_service -- --failing       # the failing origin, beside moka
+//! cargo run --release --example web_service -- --state cache.state  # a warm restart
 //! ```
 //!
 //! `GET /obj/{id}` goes through [`AdmissionCache::try_get_or_refresh_async`] to an origin
@@ -16,6 +17,13 @@
 //! `max-age` more (reloading it on `tokio::spawn`) and `stale-if-error` for a minute, and
 //! keeps an origin error for a second. `GET /metrics` serves the cache's series in
 //! Prometheus' text format (`metrics-exporter-prometheus`).
+//!
+//! `--state FILE` restores the cache from `FILE` on start (if it is there: a file that does
+//! not restore is reported and the service starts cold), and on SIGTERM or Ctrl-C stops
+//! taking connections, lets the requests in flight finish (axum's graceful shutdown), and
+//! saves the cache to `FILE` (written beside it and renamed over it, so a crash mid-save
+//! leaves the last good file). Each object keeps what was left of its `max-age`, less the
+//! time the service was down.
 //!
 //! `--stampede N` starts the service on a free loopback port, fires N concurrent HTTP
 //! requests for one cold key over real TCP, and prints how many origin calls they made;
@@ -32,7 +40,10 @@
 //! origin calls of each run, and the medians.
 
 use std::collections::HashSet;
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -48,7 +59,7 @@ mod common;
 use common::{median, number_arg, Rng};
 
 /// What the origin serves: the body, and how long it may be cached.
-#[derive(Clone)]
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 struct Object {
     body: Arc<str>,
     max_age: Duration,
@@ -347,12 +358,83 @@ async fn main() {
         eprintln!("web_service: --port {port} is not a port");
         std::process::exit(2)
     };
-    match serve(app(cuckoo_gate_front(Some("web")), Some(handle)), ([127, 0, 0, 1], port).into()).await {
-        Ok(addr) => println!("serving http://{addr}/obj/{{id}} and http://{addr}/metrics"),
-        Err(e) => {
-            eprintln!("web_service: cannot serve on 127.0.0.1:{port}: {e}");
-            std::process::exit(1)
+    let args: Vec<String> = std::env::args().collect();
+    let state = match args.iter().position(|a| a == "--state") {
+        Some(at) => match args.get(at + 1) {
+            Some(path) => Some(PathBuf::from(path)),
+            None => {
+                eprintln!("web_service: --state needs a file");
+                std::process::exit(2)
+            }
+        },
+        None => None,
+    };
+    if let Err(e) = run(handle, port, state).await {
+        eprintln!("web_service: {e}");
+        std::process::exit(1)
+    }
+}
+
+/// Serves on `port` until SIGTERM or Ctrl-C: restores the cache from `state` first and
+/// saves it there last, when given.
+async fn run(handle: PrometheusHandle, port: u16, state: Option<PathBuf>) -> std::io::Result<()> {
+    let app = app(cuckoo_gate_front(Some("web")), Some(handle));
+    let Front::CuckooGate(cache) = &app.front else { unreachable!("the service runs on cuckoo-gate") };
+    let cache = cache.clone();
+    if let Some(path) = &state {
+        match File::open(path) {
+            Ok(file) => match cache.restore(&mut BufReader::new(file)) {
+                Ok(r) => println!(
+                    "restored {} objects from {} in {:.1?} ({} had expired while down)",
+                    r.entries,
+                    path.display(),
+                    r.duration,
+                    r.expired
+                ),
+                Err(e) => eprintln!("web_service: {} not restored, starting cold: {e}", path.display()),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                println!("no {} yet: starting cold", path.display());
+            }
+            Err(e) => eprintln!("web_service: cannot open {}, starting cold: {e}", path.display()),
         }
     }
-    let _ = tokio::signal::ctrl_c().await;
+    let router =
+        Router::new().route("/obj/{id}", get(object)).route("/metrics", get(metrics)).with_state(app);
+    let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port)))
+        .await
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot serve on 127.0.0.1:{port}: {e}")))?;
+    let addr = listener.local_addr()?;
+    println!("serving http://{addr}/obj/{{id}} and http://{addr}/metrics");
+    axum::serve(listener, router).with_graceful_shutdown(shutdown()).await?;
+    if let Some(path) = &state {
+        // Written beside the file and renamed over it: a crash mid-save keeps the last one.
+        let partial = path.with_extension("partial");
+        let mut file = BufWriter::new(File::create(&partial)?);
+        let saved = cache.save(&mut file)?;
+        file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&partial, path)?;
+        println!("saved {} objects to {} in {:.1?}", saved.entries, path.display(), saved.duration);
+    }
+    Ok(())
+}
+
+/// Resolves at the first SIGTERM or Ctrl-C.
+async fn shutdown() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => drop(signal.recv().await),
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminate => {}
+    }
 }
