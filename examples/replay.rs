@@ -7,6 +7,7 @@
 //! cargo run --release --example replay -- --trace ../shared/traces/adaptsize_cdn.keys
 //! cargo run --release --example replay -- --trace FILE --capacity-pct 5 --threads 2
 //! cargo run --release --example replay -- --sweep ../shared/traces   # every trace, 1/5/10%
+//! cargo run --release --example replay -- --sweep none                # the generated patterns only
 //! cargo run --release --example replay -- --trace FILE --ttl  # objects with lifetimes
 //! cargo run --release --example replay -- --sweep ../shared/traces --plot docs/figures
 //! ```
@@ -24,6 +25,10 @@
 //! TinyUFO have no expiry and sit this out). moka's clock cannot be set by hand, so the
 //! replay runs in real time: one request every 10 µs, paced on the wall clock, single
 //! threaded, for every cache alike.
+//!
+//! `--sweep DIR` replays every `.keys` file in `DIR` (none if `DIR` does not exist) and
+//! then the classic adversarial patterns of `common/trace.rs`: a loop larger than the
+//! cache, Zipf broken by scans, and a shift of the hot set.
 //!
 //! A request is a lookup; on a miss the object is offered to the cache (`insert`), which
 //! stores it or not according to the policy. A hit is a request whose key was in the cache
@@ -616,20 +621,30 @@ fn plot_all(dir: &std::path::Path, traces: &[(String, Vec<Request>, bool)]) {
 
 fn main() {
     let args = parse_args();
+    let mut own_sizes: Vec<(String, &[f64])> = Vec::new();
     let traces: Vec<(String, Vec<Request>, bool)> = if let Some(dir) = &args.sweep {
-        let mut files: Vec<_> = std::fs::read_dir(dir)
-            .unwrap_or_else(|e| usage(&format!("cannot read {}: {e}", dir.display())))
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "keys"))
-            .collect();
+        let entries = match std::fs::read_dir(dir) {
+            Ok(entries) => entries.filter_map(|e| e.ok().map(|e| e.path())).collect(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => usage(&format!("cannot read {}: {e}", dir.display())),
+        };
+        let mut files: Vec<_> =
+            entries.into_iter().filter(|p| p.extension().is_some_and(|x| x == "keys")).collect();
         files.sort();
-        files
+        let mut traces: Vec<_> = files
             .iter()
             .map(|f| {
                 let (trace, sized) = trace::read(f).unwrap_or_else(|e| usage(&e));
                 (f.file_name().unwrap().to_string_lossy().into_owned(), trace, sized)
             })
-            .collect()
+            .collect();
+        for pattern in trace::adversarial() {
+            if let Some(sizes) = pattern.sizes {
+                own_sizes.push((pattern.name.to_string(), sizes));
+            }
+            traces.push((pattern.name.to_string(), pattern.requests, false));
+        }
+        traces
     } else {
         match &args.trace {
             Some(path) => {
@@ -650,6 +665,7 @@ fn main() {
         if trace.is_empty() {
             usage(&format!("{name} is empty"));
         }
+        let sizes = own_sizes.iter().find(|(own, _)| own == name).map_or(sizes, |(_, sizes)| *sizes);
         for &pct in sizes {
             if args.ttl {
                 report_ttl(name, trace, pct, false);
