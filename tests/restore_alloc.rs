@@ -115,6 +115,7 @@ fn cache_snapshot(count: u64, len: u64, block: &[u8]) -> Vec<u8> {
         // capacity, shards, hash check, wall clock, small-queue target
         bytes.extend_from_slice(&field.to_le_bytes());
     }
+    bytes.push(0); // no split windows
     bytes.push(0); // no gate
     bytes.push(0); // no ghosts
     bytes.extend_from_slice(&count.to_le_bytes());
@@ -148,5 +149,35 @@ fn a_crafted_cache_snapshot_allocates_in_proportion_to_its_length() {
         assert!(!ok, "{what}: restored");
         assert!(peak <= bound(bytes.len()), "{what}: {} bytes in, {peak} allocated", bytes.len());
         assert!(cache.is_empty(), "{what}: an error left entries behind");
+    }
+    // S3-FIFO's split windows claiming 2^40 buckets, and ghosts claiming 2^40 words.
+    let mut split = b"CKOOGATE".to_vec();
+    split.extend_from_slice(&3u16.to_le_bytes());
+    split.extend_from_slice(&3u16.to_le_bytes());
+    split.push(2); // S3Fifo
+    for field in [16u64, 1, 0, 0, 1] {
+        split.extend_from_slice(&field.to_le_bytes());
+    }
+    let mut ghosts = split.clone();
+    split.push(1); // split windows: rate, capacity, buckets, generation, recorded, rotations, kicks
+    for field in [1u64, 8, 1 << 40, 0, 0, 0, 0] {
+        split.extend_from_slice(&field.to_le_bytes());
+    }
+    split.extend_from_slice(&[0; 64]);
+    ghosts.extend_from_slice(&[0, 0, 1]); // no split windows, no gate, ghosts:
+    ghosts.extend_from_slice(&8u64.to_le_bytes()); // capacity
+    ghosts.extend_from_slice(&(1u64 << 39).to_le_bytes()); // table size
+    ghosts.push(0); // generation
+    for field in [0u64, 0, 0, 1 << 40] {
+        // recordings in both generations, rotations, words
+        ghosts.extend_from_slice(&field.to_le_bytes());
+    }
+    ghosts.extend_from_slice(&[0; 64]);
+    let s3fifo: cuckoo_gate::AdmissionCache<String, u64> =
+        AdmissionCache::builder().capacity(16).build().unwrap();
+    for (what, bytes) in [("split windows of 2^40 buckets", split), ("ghosts of 2^40 words", ghosts)] {
+        let (peak, ok) = peak_of(|| s3fifo.restore(&mut bytes.as_slice()).is_ok());
+        assert!(!ok, "{what}: restored");
+        assert!(peak <= bound(bytes.len()), "{what}: {} bytes in, {peak} allocated", bytes.len());
     }
 }
