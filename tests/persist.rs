@@ -5,7 +5,7 @@
 //! corrupt input gets an error naming it, and leaves the cache empty and usable; 100,000
 //! random edits of a valid file never panic.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
@@ -208,16 +208,18 @@ fn a_save_while_two_threads_churn_restores_values_the_keys_held() {
         );
         // A key's value is always key * 1_000 + a version: a value restored must be one
         // its key held.
-        for key in 0..5_000u64 {
+        // Each written twice, so that SecondHit admits it.
+        for key in (0..5_000u64).flat_map(|key| [key, key]) {
             let _ = cache.insert_with_ttl(key, key * 1_000, if key % 2 == 0 { secs(1) } else { secs(100) });
         }
         hand.advance(secs(1)); // the even keys expired
-        let stop = Arc::new(AtomicBool::new(false));
+        let (stop, started) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
         let churn: Vec<_> = (0..2u64)
             .map(|t| {
-                let (cache, stop) = (cache.clone(), stop.clone());
+                let (cache, stop, started) = (cache.clone(), stop.clone(), started.clone());
                 thread::spawn(move || {
                     let mut version = 1;
+                    started.fetch_add(1, Ordering::Relaxed);
                     while !stop.load(Ordering::Relaxed) {
                         for key in (t..5_000).step_by(7) {
                             if key % 2 == 1 {
@@ -230,6 +232,9 @@ fn a_save_while_two_threads_churn_restores_values_the_keys_held() {
                 })
             })
             .collect();
+        while started.load(Ordering::Relaxed) < 2 {
+            thread::yield_now();
+        }
         let mut bytes = Vec::new();
         for _ in 0..3 {
             bytes.clear();
