@@ -199,7 +199,8 @@ where
     /// ghosts' filters; a [`restore`](Self::restore) after a restart puts them back.
     /// Other threads read and write meanwhile: each shard is copied under its read lock
     /// and written after it is released, so a reader of the file gets each shard as it
-    /// was at one moment, the shards at moments a little apart. Give it a buffered writer.
+    /// was at one moment, the shards at moments a little apart. Give it a buffered writer:
+    /// the save flushes it when done.
     ///
     /// # Errors
     ///
@@ -282,6 +283,9 @@ where
         }
         e.u64(entries)?;
         e.finish()?;
+        // A buffered writer's last bytes reach the file here, and a failure is an error
+        // (a `BufWriter` dropped unflushed would lose it).
+        counted.flush()?;
         let saved = Saved { entries, bytes: counted.bytes, duration: start.elapsed() };
         self.persisted.saved(&saved);
         Ok(saved)
