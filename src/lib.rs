@@ -88,7 +88,9 @@
 //!   it and thaws it: it holds the contents of one instant, lookups never block, and
 //!   writers pause for the copy (not the I/O).
 //! * The only `unsafe` code is in `src/filter/current.rs` (following the table pointer,
-//!   freeing the tables on drop), three hints in `src/primitive.rs` (the prefetch, used by
+//!   freeing the tables on drop), two unchecked loads in `src/filter/table.rs` (a
+//!   bucket's words, in range by the table's padding; a stripe, in range by its mask),
+//!   three hints in `src/primitive.rs` (the prefetch, used by
 //!   lookups, `contains_batch`, inserts and the cache; the request for huge pages on
 //!   Linux; the release of a retired table's pages), one SSE2 compare in
 //!   `src/filter/bucket.rs` (the cache's ghosts search eight 16-bit lanes at once) and the

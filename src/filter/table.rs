@@ -214,8 +214,14 @@ impl<S: Shape> Table<S> {
 
     /// The stripe of `bucket`.
     #[inline]
+    #[allow(unsafe_code)]
     pub(crate) fn stripe(&self, bucket: usize) -> &Stripe {
-        &self.stripes[self.stripe_of(bucket)]
+        let stripe = self.stripe_of(bucket);
+        debug_assert!(stripe < self.stripes.len());
+        // SAFETY: `stripe_of` masks with `stripe_mask`, which `Table::new` sets to
+        // `stripes.len() - 1` for a power-of-two count that never changes: any `bucket`
+        // gives an index in range.
+        unsafe { self.stripes.get_unchecked(stripe) }
     }
 
     #[inline]
@@ -225,15 +231,21 @@ impl<S: Shape> Table<S> {
 
     /// Loads bucket `bucket` with `Relaxed` loads: consistent only inside a validated
     /// optimistic read or under the bucket's stripe lock.
+    ///
+    /// `bucket` must be one of the table's buckets (below its geometry's count), as every
+    /// index a [`Probe`](super::hash::Probe), a relocation or a scan makes is.
     #[inline]
+    #[allow(unsafe_code)]
     pub(crate) fn load_bucket(&self, bucket: usize) -> S::Word {
         let bucket_bits = self.lanes.bucket_bits();
         let bit = S::first_slot(bucket) * self.lanes.slot_bits() as usize;
         let (w, shift) = (bit / 64, (bit % 64) as u32);
-        let words = &self.words[w..w + PADDING_WORDS + 1];
-        let (w0, w1) = (words[0].load(Ordering::Relaxed), words[1].load(Ordering::Relaxed));
-        S::Word::extract(w0, w1, || words[2].load(Ordering::Relaxed), shift, bucket_bits)
-            & self.lanes.bucket_mask()
+        debug_assert!(w + PADDING_WORDS < self.words.len(), "bucket {bucket} is past the table");
+        // SAFETY: a bucket's first word is within the words of the table's slots, and
+        // `Table::new` gives the table `PADDING_WORDS` words past them (`words_for`), so
+        // for a bucket of the table (the contract above) all three words are in range.
+        let word = |i: usize| unsafe { self.words.get_unchecked(w + i) }.load(Ordering::Relaxed);
+        S::Word::extract(word(0), word(1), || word(2), shift, bucket_bits) & self.lanes.bucket_mask()
     }
 
     /// Starts loading bucket `bucket` into the cache (see [`prefetch_at`]): its first word, and
