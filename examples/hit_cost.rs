@@ -7,8 +7,10 @@
 //! ```
 //!
 //! CALL is one of [`CALLS`]: `get`, `get-or-insert` (`get_or_insert_with`),
-//! `get-or-insert-async` (`get_or_insert_async`, polled once: a hit completes at once),
-//! each on a cache without expiry; `get-ttl` and `get-or-insert-ttl` on a cache with a
+//! `get-or-insert-async` (`get_or_insert_async` awaited in a loop inside one task, polled
+//! once: a hit completes at once, as a handler's call does inside its task),
+//! `get-or-insert-async-alone` (each call's future built and polled on its own, as a task
+//! that makes only this call), each on a cache without expiry; `get-ttl` and `get-or-insert-ttl` on a cache with a
 //! time to live of an hour; `get-or-insert-fresh` with a time to live of an hour and a
 //! freshness of half of it (every hit tests its entry's stale window); `get-tti` with a
 //! time to idle of an hour.
@@ -30,10 +32,11 @@ use cuckoo_gate::AdmissionCache;
 const KEYS: u64 = 100_000;
 
 /// The calls measured.
-const CALLS: [&str; 7] = [
+const CALLS: [&str; 8] = [
     "get",
     "get-or-insert",
     "get-or-insert-async",
+    "get-or-insert-async-alone",
     "get-ttl",
     "get-or-insert-ttl",
     "get-or-insert-fresh",
@@ -62,6 +65,8 @@ fn main() {
     (0..KEYS).for_each(|k| _ = cache.insert(k, k));
     let hits = if call == "get-or-insert-async" {
         async_hits(&cache, n)
+    } else if call == "get-or-insert-async-alone" {
+        lone_async_hits(&cache, n)
     } else {
         // Decided once, so that every call pays the same for the choice in the loop.
         let loading = call.starts_with("get-or-insert");
@@ -82,9 +87,36 @@ fn main() {
     assert_eq!(hits, n, "a resident key missed");
 }
 
-/// The loop of `main` through `get_or_insert_async`, each future polled once.
+/// The loop of `main` through `get_or_insert_async`, as a task runs it: one future that
+/// awaits each call in turn, polled once (every call is a hit, so it completes at once).
 #[inline(never)]
 fn async_hits(cache: &AdmissionCache<u64, u64>, n: u64) -> u64 {
+    let waker = Waker::from(Arc::new(Noop));
+    let task = pin!(async {
+        let mut hits = 0u64;
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let key = black_box(x % KEYS);
+            let found =
+                cache.get_or_insert_async(&key, async { unreachable!("every key is resident") }).await;
+            hits += u64::from(found == key);
+        }
+        hits
+    });
+    match task.poll(&mut Context::from_waker(&waker)) {
+        Poll::Ready(hits) => hits,
+        Poll::Pending => unreachable!("a hit completes at its first poll"),
+    }
+}
+
+/// The loop of `main` through `get_or_insert_async`, each future built and polled on its
+/// own, as a task's first call is: the future's state, the context and the poll are paid
+/// per hit.
+#[inline(never)]
+fn lone_async_hits(cache: &AdmissionCache<u64, u64>, n: u64) -> u64 {
     let waker = Waker::from(Arc::new(Noop));
     let mut hits = 0u64;
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
