@@ -553,13 +553,21 @@ impl Deadlines {
 
     /// Gives `slot`'s entry, written at `now`, `span`'s lifetime: its deadline, and its
     /// stale window and grace (made the first time an entry has either). Under time to
-    /// idle an entry has neither: its deadline moves with its hits.
-    #[inline]
+    /// idle an entry has neither: its deadline moves with its hits. Inline for a plain
+    /// lifetime, the common case, which is a store and a compare.
+    #[inline(always)]
     pub(crate) fn set_span(&mut self, slot: u32, now: u64, span: Span) {
         if self.tti != 0 || !(span.windowed() || self.windows.is_some()) {
             self.set_lifetime(slot, now, span.ttl);
-            return;
+        } else {
+            self.set_windowed(slot, now, span);
         }
+    }
+
+    /// [`Deadlines::set_span`] for an entry with a stale window or grace, or in a column
+    /// that holds some.
+    #[inline(never)]
+    fn set_windowed(&mut self, slot: u32, now: u64, span: Span) {
         let deadline = now.saturating_add(span.ttl);
         let fresh_until = now.saturating_add(span.fresh).min(deadline);
         // Rounded down: the deadline the column keeps is at or before the true one.
@@ -733,11 +741,17 @@ impl Deadlines {
     /// `now`: the bounded sweep each write makes. Nothing to do before the earliest
     /// deadline; each time the sweep starts over, the earliest deadline of its last pass
     /// becomes the new bound.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn next_expired(&mut self, now: u64) -> Option<u32> {
         if now < self.earliest {
             return None;
         }
+        self.sweep(now)
+    }
+
+    /// [`Deadlines::next_expired`] past the earliest deadline, out of line.
+    #[inline(never)]
+    fn sweep(&mut self, now: u64) -> Option<u32> {
         let len = self.at.len();
         for _ in 0..len.min(SWEEP) {
             self.cursor += 1;
