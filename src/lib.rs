@@ -88,8 +88,9 @@
 //!   it and thaws it: it holds the contents of one instant, lookups never block, and
 //!   writers pause for the copy (not the I/O).
 //! * The only `unsafe` code is in `src/filter/current.rs` (following the table pointer,
-//!   freeing the tables on drop), two unchecked loads in `src/filter/table.rs` (a
-//!   bucket's words, in range by the table's padding; a stripe, in range by its mask),
+//!   freeing the tables on drop), two unchecked accessors in `src/filter/table.rs`
+//!   (`Table::word`: a bucket's words, read and written, in range by the table's padding;
+//!   `Table::stripe_at`: a stripe, in range by its mask),
 //!   three hints in `src/primitive.rs` (the prefetch, used by
 //!   lookups, `contains_batch`, inserts and the cache; the request for huge pages on
 //!   Linux; the release of a retired table's pages), one SSE2 compare in

@@ -118,6 +118,8 @@ pub(crate) trait Word:
     fn count_ones(self) -> u32;
     /// Trailing zero bits.
     fn trailing_zeros(self) -> u32;
+    /// `self - other`, wrapping.
+    fn wrapping_sub(self, other: Self) -> Self;
     /// The `bits` bits starting at bit `shift` of the little-endian word sequence
     /// `w0, w1, w2`; `w2` is loaded only if they reach it.
     fn extract(w0: u64, w1: u64, w2: impl FnOnce() -> u64, shift: u32, bits: u32) -> Self;
@@ -143,6 +145,10 @@ impl Word for u64 {
         u64::trailing_zeros(self)
     }
     #[inline]
+    fn wrapping_sub(self, other: Self) -> Self {
+        u64::wrapping_sub(self, other)
+    }
+    #[inline]
     fn extract(w0: u64, w1: u64, _w2: impl FnOnce() -> u64, shift: u32, _bits: u32) -> Self {
         ((w0 as u128 | (w1 as u128) << 64) >> shift) as u64
     }
@@ -166,6 +172,10 @@ impl Word for u128 {
     #[inline]
     fn trailing_zeros(self) -> u32 {
         u128::trailing_zeros(self)
+    }
+    #[inline]
+    fn wrapping_sub(self, other: Self) -> Self {
+        u128::wrapping_sub(self, other)
     }
     #[inline]
     fn extract(w0: u64, w1: u64, w2: impl FnOnce() -> u64, shift: u32, bits: u32) -> Self {
@@ -276,6 +286,16 @@ impl<S: Shape> Lanes<S> {
     #[inline]
     pub(crate) fn matches(&self, bucket: S::Word, value: u64) -> BitMask<S::Word> {
         self.zero_lanes(bucket ^ self.repeat(value))
+    }
+
+    /// Whether a lane of `bucket` holds `value` (with the lane's offset added):
+    /// [`Lanes::matches`]`(..).any()` in fewer steps. The short zero test, `(x - ones) &
+    /// !x & highs`, may flag a lane above a true zero through a borrow, but is zero only
+    /// when no lane is: exact for whether any lane is.
+    #[inline]
+    pub(crate) fn holds(&self, bucket: S::Word, value: u64) -> bool {
+        let x = bucket ^ self.repeat(value);
+        x.wrapping_sub(self.ones) & !x & self.highs != S::Word::ZERO
     }
 
     /// Empty lanes of `bucket`.
@@ -496,6 +516,7 @@ mod tests {
         let base = |v: u64| v & lanes.slot_mask() & !Lanes::<S>::offset(1);
         let value = if pick < S::SLOTS { base(raw[pick]) } else { base(other) };
         prop_assert_eq!(lanes.matches(bucket, value), lanes.matches_scalar(bucket, value));
+        prop_assert_eq!(lanes.holds(bucket, value), lanes.matches(bucket, value).any());
         let listed: Vec<usize> = lanes.matches(bucket, value).lanes().collect();
         let equal: Vec<usize> =
             (0..S::SLOTS).filter(|&l| lanes.lane(bucket, l) == value | Lanes::<S>::offset(l)).collect();

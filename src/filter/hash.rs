@@ -90,6 +90,15 @@ pub(crate) struct Geometry {
     level: u32,
     extension_bits: u32,
     fingerprint_bits: u32,
+    /// `2^fingerprint_bits - 1`: a fingerprint is `1 + floor(lo32(h) * scale / 2^32)`.
+    fingerprint_scale: u64,
+    /// `base_buckets - 1`, the distances `D / 2^level` can take.
+    distances: usize,
+}
+
+/// `2^bits - 1` (the shift taken modulo 64, for a geometry being checked).
+fn scale(bits: u32) -> u64 {
+    1u64.wrapping_shl(bits).wrapping_sub(1)
 }
 
 /// A key's two buckets and the slot values that stand for it in each.
@@ -221,6 +230,8 @@ impl Geometry {
             level: 0,
             extension_bits,
             fingerprint_bits,
+            fingerprint_scale: scale(fingerprint_bits),
+            distances: buckets - 1,
         }
     }
 
@@ -250,6 +261,8 @@ impl Geometry {
             level,
             extension_bits,
             fingerprint_bits,
+            fingerprint_scale: scale(fingerprint_bits),
+            distances: base_buckets.wrapping_sub(1),
         })
     }
 
@@ -360,7 +373,7 @@ impl Geometry {
             // group and, in its low word, the fraction that gives the position.
             let t = hash as u128 * self.groups as u128;
             let (group, position) = ((t >> 64) as usize, fast_range(t as u64, WINDOW_GROUP));
-            let fp = 1 + (((hash as u32 as u64) * ((1u64 << self.fingerprint_bits) - 1)) >> 32);
+            let fp = 1 + (((hash as u32 as u64) * self.fingerprint_scale) >> 32);
             let i1 = group * GROUP_SLOTS + position;
             let i2 = self.window_map(fp).forward_from(group, position, self.groups);
             return Probe { i1, i2, v1: fp << 2, v2: fp << 2 | 2, ext: 0 };
@@ -371,14 +384,14 @@ impl Geometry {
         let t = hash as u128 * self.buckets() as u128;
         let (i1, frac) = ((t >> 64) as usize, t as u64);
         let ext = frac >> (63 - self.doublings_left()) >> 1;
-        let fp = 1 + (((hash as u32 as u64) * ((1u64 << self.fingerprint_bits) - 1)) >> 32);
+        let fp = 1 + (((hash as u32 as u64) * self.fingerprint_scale) >> 32);
         Probe { i1, i2: self.forward(i1, fp, false), v1: fp << 1, v2: fp << 1 | 1, ext }
     }
 
     /// `D(fp)`, in `[1, B - 1]`.
     #[inline(always)]
     fn distance(&self, fp: u64) -> usize {
-        (1 + fast_range(fp.wrapping_mul(MIX), self.base_buckets - 1)) << self.level
+        (1 + fast_range(fp.wrapping_mul(MIX), self.distances)) << self.level
     }
 
     /// The second bucket of a key in `bucket` with fingerprint `fp`.

@@ -151,6 +151,7 @@ impl Stripe {
     }
 
     /// Releases the write lock taken by [`Stripe::lock`].
+    #[inline]
     pub(crate) fn unlock(&self) {
         let version = self.version.load(Ordering::Relaxed);
         debug_assert!(version & 1 == 1, "unlock of a stripe that is not locked");
@@ -158,18 +159,21 @@ impl Stripe {
     }
 
     /// Adds `delta` (two's complement) to the item count; the caller holds the lock.
+    #[inline]
     pub(crate) fn add_items(&self, delta: isize) {
         let items = self.items.load(Ordering::Relaxed);
         self.items.store(items.wrapping_add_signed(delta), Ordering::Relaxed);
     }
 
     /// Counts `n` relocations; the caller holds the lock (or the table is not yet shared).
+    #[inline]
     pub(crate) fn add_relocations(&self, n: u64) {
         let relocations = self.relocations.load(Ordering::Relaxed);
         self.relocations.store(relocations.wrapping_add(n), Ordering::Relaxed);
     }
 
     /// Counts `n` removals; the caller holds the lock.
+    #[inline]
     pub(crate) fn add_removes(&self, n: u64) {
         let removes = self.removes.load(Ordering::Relaxed);
         self.removes.store(removes.wrapping_add(n), Ordering::Relaxed);
@@ -181,14 +185,17 @@ impl Stripe {
         self.items.store(0, Ordering::Relaxed);
     }
 
+    #[inline]
     pub(crate) fn removes(&self) -> u64 {
         self.removes.load(Ordering::Relaxed)
     }
 
+    #[inline]
     pub(crate) fn items(&self) -> usize {
         self.items.load(Ordering::Relaxed)
     }
 
+    #[inline]
     pub(crate) fn relocations(&self) -> u64 {
         self.relocations.load(Ordering::Relaxed)
     }

@@ -106,18 +106,18 @@ fn field(at: usize, bits: u32, word: impl Fn(usize) -> u64) -> u64 {
     value & ((1 << bits) - 1)
 }
 
-/// Writes `value` into the `bits`-bit field (`1 <= bits <= 32`) at bit `at` of `words`.
-/// The caller holds the stripe of the field's words.
+/// Writes `value` into the `bits`-bit field (`1 <= bits <= 32`) at bit `at` of `words`
+/// (`Relaxed`: the extension bits, ordered by their stripe's lock, which the caller holds).
 #[inline]
-fn store_field(words: &[AtomicU64], at: usize, bits: u32, value: u64, order: Ordering) {
+fn store_field(words: &[AtomicU64], at: usize, bits: u32, value: u64) {
     let (w, shift) = (at / 64, (at % 64) as u32);
     let mask = (1u64 << bits) - 1;
     let old = words[w].load(Ordering::Relaxed);
-    words[w].store((old & !(mask << shift)) | (value << shift), order);
+    words[w].store((old & !(mask << shift)) | (value << shift), Ordering::Relaxed);
     if shift + bits > 64 {
         let done = 64 - shift;
         let old = words[w + 1].load(Ordering::Relaxed);
-        words[w + 1].store((old & !(mask >> done)) | (value >> done), order);
+        words[w + 1].store((old & !(mask >> done)) | (value >> done), Ordering::Relaxed);
     }
 }
 
@@ -214,9 +214,14 @@ impl<S: Shape> Table<S> {
 
     /// The stripe of `bucket`.
     #[inline]
-    #[allow(unsafe_code)]
     pub(crate) fn stripe(&self, bucket: usize) -> &Stripe {
-        let stripe = self.stripe_of(bucket);
+        self.stripe_at(self.stripe_of(bucket))
+    }
+
+    /// Stripe number `stripe`, which [`Table::stripe_of`] gave.
+    #[inline]
+    #[allow(unsafe_code)]
+    fn stripe_at(&self, stripe: usize) -> &Stripe {
         debug_assert!(stripe < self.stripes.len());
         // SAFETY: `stripe_of` masks with `stripe_mask`, which `Table::new` sets to
         // `stripes.len() - 1` for a power-of-two count that never changes: any `bucket`
@@ -241,11 +246,21 @@ impl<S: Shape> Table<S> {
         let bit = S::first_slot(bucket) * self.lanes.slot_bits() as usize;
         let (w, shift) = (bit / 64, (bit % 64) as u32);
         debug_assert!(w + PADDING_WORDS < self.words.len(), "bucket {bucket} is past the table");
-        // SAFETY: a bucket's first word is within the words of the table's slots, and
-        // `Table::new` gives the table `PADDING_WORDS` words past them (`words_for`), so
-        // for a bucket of the table (the contract above) all three words are in range.
-        let word = |i: usize| unsafe { self.words.get_unchecked(w + i) }.load(Ordering::Relaxed);
+        // A bucket's first word is within the words of the table's slots, so for a bucket
+        // of the table (the contract above) all three words are (see `Table::word`).
+        let word = |i: usize| self.word(w + i).load(Ordering::Relaxed);
         S::Word::extract(word(0), word(1), || word(2), shift, bucket_bits) & self.lanes.bucket_mask()
+    }
+
+    /// Word `w`: one of a bucket's words (its first, or one of the `PADDING_WORDS` after).
+    #[inline]
+    #[allow(unsafe_code)]
+    fn word(&self, w: usize) -> &AtomicU64 {
+        debug_assert!(w < self.words.len(), "word {w} is past the table");
+        // SAFETY: every caller passes a word of a bucket of the table, at most
+        // `PADDING_WORDS` past its first, and `Table::new` gives the table
+        // `PADDING_WORDS` words past its slots' (`words_for`).
+        unsafe { self.words.get_unchecked(w) }
     }
 
     /// Starts loading bucket `bucket` into the cache (see [`prefetch_at`]): its first word, and
@@ -311,13 +326,13 @@ impl<S: Shape> Table<S> {
     pub(crate) fn holds_either(&self, i1: usize, v1: u64, i2: usize, v2: u64) -> bool {
         let a = self.stripe(i1);
         if let Some(sa) = a.optimistic_read() {
-            if self.lanes.matches(self.load_bucket(i1), v1).any() {
+            if self.lanes.holds(self.load_bucket(i1), v1) {
                 return true;
             }
             let b = self.stripe(i2);
             let late = broken::LATE_SECOND_STAMP.then(|| self.load_bucket(i2));
             if let Some(sb) = b.optimistic_read() {
-                if self.lanes.matches(late.unwrap_or_else(|| self.load_bucket(i2)), v2).any() {
+                if self.lanes.holds(late.unwrap_or_else(|| self.load_bucket(i2)), v2) {
                     return true;
                 }
                 if (a.unchanged_since(sa) && b.unchanged_since(sb)) || broken::SKIP_VALIDATION {
@@ -326,7 +341,7 @@ impl<S: Shape> Table<S> {
             }
         }
         let (b1, b2) = self.read_pair_contended(i1, i2);
-        self.lanes.matches(b1, v1).any() || self.lanes.matches(b2, v2).any()
+        self.lanes.holds(b1, v1) || self.lanes.holds(b2, v2)
     }
 
     /// One optimistic read of buckets `i1` and `i2`: `None` if a writer held or took
@@ -368,10 +383,10 @@ impl<S: Shape> Table<S> {
     pub(crate) fn lock_pair(&self, i1: usize, i2: usize) -> Result<Locked<'_, S>, Frozen> {
         let (x, y) = (self.stripe_of(i1), self.stripe_of(i2));
         let (first, second) = (x.min(y), x.max(y));
-        self.stripes[first].lock()?;
+        self.stripe_at(first).lock()?;
         if second != first {
-            if let Err(frozen) = self.stripes[second].lock() {
-                self.stripes[first].unlock();
+            if let Err(frozen) = self.stripe_at(second).lock() {
+                self.stripe_at(first).unlock();
                 return Err(frozen);
             }
         }
@@ -525,10 +540,22 @@ impl<S: Shape> Table<S> {
 
     /// Writes the lane value `value` into slot `lane` of `bucket`. The caller holds the
     /// bucket's stripe.
+    ///
+    /// `bucket` must be one of the table's buckets, as for [`Table::load_bucket`]: the
+    /// slot's one or two words are then its bucket's.
+    #[inline]
     pub(crate) fn store_lane(&self, bucket: usize, lane: usize, value: u64) {
+        debug_assert!(lane < S::SLOTS);
         let slot_bits = self.lanes.slot_bits();
-        let bit = (S::first_slot(bucket) + lane) * slot_bits as usize;
-        store_field(&self.words, bit, slot_bits, value, Ordering::Release);
+        let at = (S::first_slot(bucket) + lane) * slot_bits as usize;
+        let (w, shift) = (at / 64, (at % 64) as u32);
+        let mask = (1u64 << slot_bits) - 1;
+        let word = self.word(w);
+        word.store((word.load(Ordering::Relaxed) & !(mask << shift)) | (value << shift), Ordering::Release);
+        if shift + slot_bits > 64 {
+            let (done, word) = (64 - shift, self.word(w + 1));
+            word.store((word.load(Ordering::Relaxed) & !(mask >> done)) | (value >> done), Ordering::Release);
+        }
     }
 
     /// The extension bits of slot `slot`, 0 in a table that
@@ -543,7 +570,7 @@ impl<S: Shape> Table<S> {
     /// Writes the extension bits of slot `slot`. The caller holds the slot's stripe.
     pub(crate) fn store_ext(&self, slot: usize, ext: u64) {
         if let bits @ 1.. = self.geometry.doublings_left() {
-            store_field(&self.ext, slot * bits as usize, bits, ext, Ordering::Relaxed);
+            store_field(&self.ext, slot * bits as usize, bits, ext);
         }
     }
 }
@@ -627,8 +654,8 @@ impl<S: Shape> Locked<'_, S> {
 impl<S: Shape> Drop for Locked<'_, S> {
     fn drop(&mut self) {
         if self.second != self.first {
-            self.table.stripes[self.second].unlock();
+            self.table.stripe_at(self.second).unlock();
         }
-        self.table.stripes[self.first].unlock();
+        self.table.stripe_at(self.first).unlock();
     }
 }
