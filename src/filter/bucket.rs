@@ -44,6 +44,9 @@ pub(crate) trait Shape: Copy + Debug + Send + Sync + 'static {
     const WINDOWED: bool;
     /// Bucket numbers per group of [`GROUP_SLOTS`] slots; no bucket spans two groups.
     const PER_GROUP: usize;
+    /// The lanes' masks when the slot width is known at compile time ([`Fixed`]); `None`
+    /// when the table's [`Lanes`] carry them.
+    const FIXED: Option<Masks> = None;
     /// The first slot of bucket `bucket`.
     fn first_slot(bucket: usize) -> usize;
 }
@@ -57,6 +60,25 @@ impl<W: Word> Shape for Buckets<W> {
     const SLOTS: usize = SLOTS;
     const WINDOWED: bool = false;
     const PER_GROUP: usize = GROUP_SLOTS / SLOTS;
+    #[inline]
+    fn first_slot(bucket: usize) -> usize {
+        bucket * SLOTS
+    }
+}
+
+/// Disjoint buckets of [`SLOTS`] slots of `BITS` bits each (`2 <= BITS <= 16`), read into
+/// a `u64`: [`Buckets`] with the slot width a constant, so that extracting and comparing
+/// lanes takes shifts and masks by constants. The filter monomorphises the widths its
+/// builders' default false-positive rates give (see `AnyTable`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Fixed<const BITS: u32>;
+
+impl<const BITS: u32> Shape for Fixed<BITS> {
+    type Word = u64;
+    const SLOTS: usize = SLOTS;
+    const WINDOWED: bool = false;
+    const PER_GROUP: usize = GROUP_SLOTS / SLOTS;
+    const FIXED: Option<Masks> = Some(Masks::buckets(BITS));
     #[inline]
     fn first_slot(bucket: usize) -> usize {
         bucket * SLOTS
@@ -187,7 +209,45 @@ impl Word for u128 {
     }
 }
 
-/// Precomputed masks for one slot width and bucket shape.
+/// The masks of one slot width over a bucket of 4 slots in a `u64`, computed when
+/// compiled for a [`Fixed`] shape.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Masks {
+    slot_bits: u32,
+    ones: u64,
+    highs: u64,
+    lows: u64,
+    bucket_mask: u64,
+    slot_mask: u64,
+    lane_of: u32,
+}
+
+impl Masks {
+    /// The masks of slots of `bits` bits (`2 <= bits <= 16`) in buckets of [`SLOTS`].
+    const fn buckets(bits: u32) -> Masks {
+        assert!(bits >= 2 && bits * SLOTS as u32 <= u64::BITS);
+        let (mut ones, mut lane) = (0u64, 0);
+        while lane < SLOTS as u32 {
+            ones |= 1 << (lane * bits);
+            lane += 1;
+        }
+        let bucket_bits = SLOTS as u32 * bits;
+        let bucket_mask = if bucket_bits == u64::BITS { !0 } else { !(!0 << bucket_bits) };
+        let highs = ones << (bits - 1);
+        Masks {
+            slot_bits: bits,
+            ones,
+            highs,
+            lows: bucket_mask & !highs,
+            bucket_mask,
+            slot_mask: (1 << bits) - 1,
+            lane_of: (1u32 << 16).div_ceil(bits),
+        }
+    }
+}
+
+/// Precomputed masks for one slot width and bucket shape. For a [`Fixed`] shape the
+/// accessors return its constants and the fields go unread.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Lanes<S: Shape> {
     slot_bits: u32,
@@ -210,10 +270,11 @@ pub(crate) struct Lanes<S: Shape> {
 
 impl<S: Shape> Lanes<S> {
     /// Masks for slots of `slot_bits` bits; `2 <= slot_bits` and `S::SLOTS * slot_bits <=
-    /// S::Word::BITS`.
+    /// S::Word::BITS` (for a [`Fixed`] shape, its width).
     pub(crate) fn new(slot_bits: u32) -> Self {
         type W<S> = <S as Shape>::Word;
         debug_assert!(slot_bits >= 2 && S::SLOTS as u32 * slot_bits <= W::<S>::BITS);
+        debug_assert!(S::FIXED.map_or(true, |fixed| fixed.slot_bits == slot_bits));
         let slot_mask = (1u64 << slot_bits) - 1;
         let (mut ones, mut offsets) = (W::<S>::ZERO, W::<S>::ZERO);
         for lane in 0..S::SLOTS as u32 {
@@ -228,6 +289,26 @@ impl<S: Shape> Lanes<S> {
         Lanes { slot_bits, ones, offsets, highs, lows: bucket_mask & !highs, bucket_mask, slot_mask, lane_of }
     }
 
+    #[inline(always)]
+    fn ones(&self) -> S::Word {
+        S::FIXED.map_or(self.ones, |fixed| S::Word::from_u64(fixed.ones))
+    }
+
+    #[inline(always)]
+    fn highs(&self) -> S::Word {
+        S::FIXED.map_or(self.highs, |fixed| S::Word::from_u64(fixed.highs))
+    }
+
+    #[inline(always)]
+    fn lows(&self) -> S::Word {
+        S::FIXED.map_or(self.lows, |fixed| S::Word::from_u64(fixed.lows))
+    }
+
+    #[inline(always)]
+    fn lane_of(&self) -> u32 {
+        S::FIXED.map_or(self.lane_of, |fixed| fixed.lane_of)
+    }
+
     /// What lane `lane` adds to an entry's value: its offset in a window, nothing in a
     /// bucket.
     #[inline]
@@ -240,24 +321,27 @@ impl<S: Shape> Lanes<S> {
     }
 
     /// Bits per slot.
+    #[inline(always)]
     pub(crate) fn slot_bits(&self) -> u32 {
-        self.slot_bits
+        S::FIXED.map_or(self.slot_bits, |fixed| fixed.slot_bits)
     }
 
     /// Bits per bucket.
+    #[inline(always)]
     pub(crate) fn bucket_bits(&self) -> u32 {
-        self.slot_bits * S::SLOTS as u32
+        self.slot_bits() * S::SLOTS as u32
     }
 
     /// Mask of the bucket's bits within a word.
+    #[inline(always)]
     pub(crate) fn bucket_mask(&self) -> S::Word {
-        self.bucket_mask
+        S::FIXED.map_or(self.bucket_mask, |fixed| S::Word::from_u64(fixed.bucket_mask))
     }
 
     /// Mask of one slot's bits.
-    #[cfg(test)]
+    #[inline(always)]
     pub(crate) fn slot_mask(&self) -> u64 {
-        self.slot_mask
+        S::FIXED.map_or(self.slot_mask, |fixed| fixed.slot_mask)
     }
 
     /// `value` in every lane, plus each lane's offset: one multiply by the lanes' low bits
@@ -266,13 +350,13 @@ impl<S: Shape> Lanes<S> {
     #[inline]
     pub(crate) fn repeat(&self, value: u64) -> S::Word {
         let all = if S::Word::BITS == 64 {
-            S::Word::from_u64(value.wrapping_mul(self.ones.low_u64()))
+            S::Word::from_u64(value.wrapping_mul(self.ones().low_u64()))
         } else {
             let v = S::Word::from_u64(value);
-            let two = v | v << self.slot_bits;
+            let two = v | v << self.slot_bits();
             match S::SLOTS {
                 2 => two,
-                _ => two | two << (2 * self.slot_bits),
+                _ => two | two << (2 * self.slot_bits()),
             }
         };
         if S::WINDOWED {
@@ -295,7 +379,7 @@ impl<S: Shape> Lanes<S> {
     #[inline]
     pub(crate) fn holds(&self, bucket: S::Word, value: u64) -> bool {
         let x = bucket ^ self.repeat(value);
-        x.wrapping_sub(self.ones) & !x & self.highs != S::Word::ZERO
+        x.wrapping_sub(self.ones()) & !x & self.highs() != S::Word::ZERO
     }
 
     /// Empty lanes of `bucket`.
@@ -306,13 +390,14 @@ impl<S: Shape> Lanes<S> {
 
     #[inline]
     fn zero_lanes(&self, x: S::Word) -> BitMask<S::Word> {
-        BitMask { bits: !(((x & self.lows) + self.lows) | x) & self.highs, lane_of: self.lane_of }
+        let lows = self.lows();
+        BitMask { bits: !(((x & lows) + lows) | x) & self.highs(), lane_of: self.lane_of() }
     }
 
     /// The value held in `lane`.
     #[inline]
     pub(crate) fn lane(&self, bucket: S::Word, lane: usize) -> u64 {
-        (bucket >> (lane as u32 * self.slot_bits)).low_u64() & self.slot_mask
+        (bucket >> (lane as u32 * self.slot_bits())).low_u64() & self.slot_mask()
     }
 
     /// The reference: lanes holding `value` (plus the lane's offset), one at a time.
@@ -321,10 +406,10 @@ impl<S: Shape> Lanes<S> {
         let mut bits = S::Word::ZERO;
         for lane in 0..S::SLOTS {
             if self.lane(bucket, lane) == value | Self::offset(lane) {
-                bits = bits | S::Word::from_u64(1) << (lane as u32 * self.slot_bits + self.slot_bits - 1);
+                bits = bits | S::Word::from_u64(1) << (lane as u32 * self.slot_bits() + self.slot_bits() - 1);
             }
         }
-        BitMask { bits, lane_of: self.lane_of }
+        BitMask { bits, lane_of: self.lane_of() }
     }
 }
 
@@ -534,6 +619,36 @@ mod tests {
             if bits <= 16 { check::<Buckets<u64>>(bits, &raw, pick, other)?; }
             check::<Buckets<u128>>(bits, &raw, pick, other)?;
             check::<Windows>(bits, &raw, pick, other)?;
+        }
+    }
+
+    /// A fixed width's compiled-in masks give what the runtime masks of that width give.
+    fn fixed_agrees<const BITS: u32>(
+        raw: [u64; SLOTS],
+        pick: usize,
+        other: u64,
+    ) -> Result<(), TestCaseError> {
+        let (fixed, runtime) = (Lanes::<Fixed<BITS>>::new(BITS), Lanes::<Buckets<u64>>::new(BITS));
+        let bucket = pack(&runtime, &raw);
+        let value = if pick < SLOTS { bucket >> (pick as u32 * BITS) } else { other } & runtime.slot_mask();
+        prop_assert_eq!(
+            fixed.matches(bucket, value).lanes().collect::<Vec<_>>(),
+            runtime.matches(bucket, value).lanes().collect::<Vec<_>>()
+        );
+        prop_assert_eq!(fixed.holds(bucket, value), runtime.holds(bucket, value));
+        prop_assert_eq!(fixed.empties(bucket).lowest(), runtime.empties(bucket).lowest());
+        prop_assert_eq!(fixed.bucket_mask(), runtime.bucket_mask());
+        for lane in 0..SLOTS {
+            prop_assert_eq!(fixed.lane(bucket, lane), runtime.lane(bucket, lane));
+        }
+        check::<Fixed<BITS>>(BITS, &raw, pick, other)
+    }
+
+    proptest! {
+        #[test]
+        fn fixed_widths_agree_with_runtime_widths(raw in any::<[u64; SLOTS]>(), pick in 0usize..5, other in any::<u64>()) {
+            fixed_agrees::<10>(raw, pick, other)?;
+            fixed_agrees::<13>(raw, pick, other)?;
         }
     }
 

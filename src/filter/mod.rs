@@ -23,6 +23,8 @@
 macro_rules! with_table {
     ($table:expr, $t:ident => $body:expr) => {
         match $table {
+            AnyTable::Fixed10($t) => $body,
+            AnyTable::Fixed13($t) => $body,
             AnyTable::Narrow($t) => $body,
             AnyTable::Wide($t) => $body,
             AnyTable::Windowed($t) => $body,
@@ -46,7 +48,7 @@ mod table;
 use std::fmt;
 use std::hash::Hash;
 
-use self::bucket::Windows;
+use self::bucket::{Fixed, Windows};
 use self::current::Current;
 use self::hash::Geometry;
 use self::ops::Refused;
@@ -64,12 +66,16 @@ pub(crate) use self::stripe::Frozen;
 pub(crate) use self::table::{Locked, Table};
 
 /// One table, monomorphised for its bucket shape: buckets of 4 slots read into a `u64`
-/// for lanes of up to 16 bits, into a `u128` for wider ones; windows of 2 slots.
+/// for lanes of up to 16 bits, into a `u128` for wider ones; windows of 2 slots. Buckets
+/// of 10- and 13-bit lanes, those of the default false-positive rates of `SeenBefore`
+/// (1%) and of the filter (0.1%), have their width compiled in ([`Fixed`]).
 #[derive(Debug)]
 // An explicit tag, where the default layout hides it in a niche of a field and decoding
 // it costs every lookup a few instructions.
 #[repr(u8)]
 pub(crate) enum AnyTable {
+    Fixed10(Table<Fixed<10>>),
+    Fixed13(Table<Fixed<13>>),
     Narrow(Table<Buckets<u64>>),
     Wide(Table<Buckets<u128>>),
     Windowed(Table<Windows>),
@@ -79,6 +85,8 @@ impl AnyTable {
     /// An empty table of this shape, `Err` if its memory is refused.
     pub(crate) fn new(geometry: Geometry, stripes: usize) -> Result<Self, ()> {
         match Self::kind(geometry) {
+            Kind::Fixed10 => Table::new(geometry, stripes).map(AnyTable::Fixed10),
+            Kind::Fixed13 => Table::new(geometry, stripes).map(AnyTable::Fixed13),
             Kind::Narrow => Table::new(geometry, stripes).map(AnyTable::Narrow),
             Kind::Wide => Table::new(geometry, stripes).map(AnyTable::Wide),
             Kind::Windowed => Table::new(geometry, stripes).map(AnyTable::Windowed),
@@ -88,6 +96,8 @@ impl AnyTable {
     /// A table holding `image` read back from a snapshot (see [`Table::from_image`]).
     fn from_image(geometry: Geometry, stripes: usize, image: &[u64]) -> Result<Self, SnapshotError> {
         match Self::kind(geometry) {
+            Kind::Fixed10 => Table::from_image(geometry, stripes, image).map(AnyTable::Fixed10),
+            Kind::Fixed13 => Table::from_image(geometry, stripes, image).map(AnyTable::Fixed13),
             Kind::Narrow => Table::from_image(geometry, stripes, image).map(AnyTable::Narrow),
             Kind::Wide => Table::from_image(geometry, stripes, image).map(AnyTable::Wide),
             Kind::Windowed => Table::from_image(geometry, stripes, image).map(AnyTable::Windowed),
@@ -98,6 +108,8 @@ impl AnyTable {
     fn kind(geometry: Geometry) -> Kind {
         match geometry.layout() {
             Layout::Windows => Kind::Windowed,
+            Layout::Buckets if geometry.lane_bits() == 10 => Kind::Fixed10,
+            Layout::Buckets if geometry.lane_bits() == 13 => Kind::Fixed13,
             Layout::Buckets if SLOTS as u32 * geometry.lane_bits() <= u64::BITS => Kind::Narrow,
             Layout::Buckets => Kind::Wide,
         }
@@ -119,6 +131,8 @@ impl AnyTable {
 
 /// The variants of [`AnyTable`].
 enum Kind {
+    Fixed10,
+    Fixed13,
     Narrow,
     Wide,
     Windowed,
