@@ -7,8 +7,11 @@
 # measured). Needs g++, make and libssl-dev (the reference links OpenSSL).
 #   bash benches/vs_reference.sh PATH_TO_CUCKOOFILTER [N] [ROUNDS]    (N = 5000000, 3 rounds)
 set -euo pipefail
-cd "$(dirname "$0")/.."
 reference=${1:?usage: vs_reference.sh PATH_TO_CUCKOOFILTER [N] [ROUNDS]}
+[ -f "$reference/benchmarks/bulk-insert-and-query.cc" ] \
+    || { echo "$reference is not a checkout of efficient/cuckoofilter"; exit 1; }
+reference=$(cd "$reference" && pwd)
+cd "$(dirname "$0")/.."
 n=${2:-5000000}
 rounds=${3:-3}
 for tool in g++ make; do
