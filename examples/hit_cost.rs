@@ -10,10 +10,10 @@
 //! `get-or-insert-async` (`get_or_insert_async` awaited in a loop inside one task, polled
 //! once: a hit completes at once, as a handler's call does inside its task),
 //! `get-or-insert-async-alone` (each call's future built and polled on its own, as a task
-//! that makes only this call), each on a cache without expiry; `get-ttl` and `get-or-insert-ttl` on a cache with a
-//! time to live of an hour; `get-or-insert-fresh` with a time to live of an hour and a
-//! freshness of half of it (every hit tests its entry's stale window); `get-tti` with a
-//! time to idle of an hour.
+//! that makes only this call), each on a cache without expiry; `get-ttl` and
+//! `get-or-insert-ttl` on a cache with a time to live of an hour; `get-or-insert-fresh`
+//! with a time to live of an hour and a freshness of half of it (every hit tests its
+//! entry's stale window); `get-tti` with a time to idle of an hour.
 //!
 //! Fills a cache of 100k `u64` entries (default policy, capacity 200k, so that every key
 //! stays), then looks up N resident keys, in a pseudo-random order, through the call
@@ -71,12 +71,7 @@ fn main() {
         // Decided once, so that every call pays the same for the choice in the loop.
         let loading = call.starts_with("get-or-insert");
         let mut hits = 0u64;
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        for _ in 0..n {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let key = x % KEYS;
+        for key in keys(n) {
             let found =
                 if loading { get_or_insert(&cache, black_box(key)) } else { get(&cache, black_box(key)) };
             hits += u64::from(found == Some(key));
@@ -94,12 +89,8 @@ fn async_hits(cache: &AdmissionCache<u64, u64>, n: u64) -> u64 {
     let waker = Waker::from(Arc::new(Noop));
     let task = pin!(async {
         let mut hits = 0u64;
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        for _ in 0..n {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let key = black_box(x % KEYS);
+        for key in keys(n) {
+            let key = black_box(key);
             let found =
                 cache.get_or_insert_async(&key, async { unreachable!("every key is resident") }).await;
             hits += u64::from(found == key);
@@ -119,16 +110,22 @@ fn async_hits(cache: &AdmissionCache<u64, u64>, n: u64) -> u64 {
 fn lone_async_hits(cache: &AdmissionCache<u64, u64>, n: u64) -> u64 {
     let waker = Waker::from(Arc::new(Noop));
     let mut hits = 0u64;
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    for _ in 0..n {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let key = x % KEYS;
+    for key in keys(n) {
         let found = get_or_insert_async(cache, black_box(key), &waker);
         hits += u64::from(found == Some(key));
     }
     hits
+}
+
+/// `n` resident keys in a pseudo-random order (xorshift), the same for every call.
+fn keys(n: u64) -> impl Iterator<Item = u64> {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    (0..n).map(move |_| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % KEYS
+    })
 }
 
 /// A waker that does nothing: a hit completes at its first poll.

@@ -37,9 +37,9 @@
 //! down counts, and an entry whose grace ended meanwhile is dropped. The cache may have
 //! another capacity, shard count or policy: entries re-shard, and a smaller cache evicts
 //! by its policy as they come (S3-FIFO, given each block least requested first, keeps
-//! those requested most; an exact LRU the most recent). The gate's and the ghosts' filters are taken over when they hash alike (the
-//! same `seed`) and are sized alike (the same capacity, and for ghosts the same shard
-//! count); they are hints, otherwise dropped.
+//! those requested most; an exact LRU the most recent). The gate's and the ghosts'
+//! filters are taken over when they hash alike (the same `seed`) and are sized alike (the
+//! same capacity, and for ghosts the same shard count); they are hints, otherwise dropped.
 
 use std::hash::Hash;
 use std::io::{self, Read, Write};
@@ -297,9 +297,10 @@ where
     /// grace ended while the cache was down is dropped, and not told to the listener).
     /// This cache may have another capacity, shard count or policy than the one saved: a
     /// smaller one evicts by its policy as the entries come (S3-FIFO, given them least
-    /// requested first, keeps those requested most; an exact LRU the most recent). The gate's and the ghosts' filters are taken
-    /// over when they hash alike (build both caches with the same
-    /// [`seed`](super::AdmissionCacheBuilder::seed)) and are sized alike. What the cache
+    /// requested first, keeps those requested most; an exact LRU the most recent). The
+    /// gate's and the ghosts' filters are taken over when they hash alike (build both
+    /// caches with the same [`seed`](super::AdmissionCacheBuilder::seed)) and are sized
+    /// alike. What the cache
     /// held before is cleared (and told to the listener as cleared); entries the file
     /// cannot restore are not.
     ///

@@ -106,18 +106,18 @@ fn field(at: usize, bits: u32, word: impl Fn(usize) -> u64) -> u64 {
     value & ((1 << bits) - 1)
 }
 
-/// Writes `value` into the `bits`-bit field (`1 <= bits <= 32`) at bit `at` of `words`
-/// (`Relaxed`: the extension bits, ordered by their stripe's lock, which the caller holds).
+/// Writes `value` into the `bits`-bit field (`1 <= bits <= 32`) at bit `at` of the words
+/// that `word(i)` gives: of the table's lanes, or of its extension bits. The caller holds
+/// the stripe of the field's words.
 #[inline]
-fn store_field(words: &[AtomicU64], at: usize, bits: u32, value: u64) {
+fn store_field<'w>(word: impl Fn(usize) -> &'w AtomicU64, at: usize, bits: u32, value: u64, order: Ordering) {
     let (w, shift) = (at / 64, (at % 64) as u32);
     let mask = (1u64 << bits) - 1;
-    let old = words[w].load(Ordering::Relaxed);
-    words[w].store((old & !(mask << shift)) | (value << shift), Ordering::Relaxed);
+    let first = word(w);
+    first.store((first.load(Ordering::Relaxed) & !(mask << shift)) | (value << shift), order);
     if shift + bits > 64 {
-        let done = 64 - shift;
-        let old = words[w + 1].load(Ordering::Relaxed);
-        words[w + 1].store((old & !(mask >> done)) | (value >> done), Ordering::Relaxed);
+        let (done, second) = (64 - shift, word(w + 1));
+        second.store((second.load(Ordering::Relaxed) & !(mask >> done)) | (value >> done), order);
     }
 }
 
@@ -548,14 +548,7 @@ impl<S: Shape> Table<S> {
         debug_assert!(lane < S::SLOTS);
         let slot_bits = self.lanes.slot_bits();
         let at = (S::first_slot(bucket) + lane) * slot_bits as usize;
-        let (w, shift) = (at / 64, (at % 64) as u32);
-        let mask = (1u64 << slot_bits) - 1;
-        let word = self.word(w);
-        word.store((word.load(Ordering::Relaxed) & !(mask << shift)) | (value << shift), Ordering::Release);
-        if shift + slot_bits > 64 {
-            let (done, word) = (64 - shift, self.word(w + 1));
-            word.store((word.load(Ordering::Relaxed) & !(mask >> done)) | (value >> done), Ordering::Release);
-        }
+        store_field(|w| self.word(w), at, slot_bits, value, Ordering::Release);
     }
 
     /// The extension bits of slot `slot`, 0 in a table that
@@ -570,7 +563,7 @@ impl<S: Shape> Table<S> {
     /// Writes the extension bits of slot `slot`. The caller holds the slot's stripe.
     pub(crate) fn store_ext(&self, slot: usize, ext: u64) {
         if let bits @ 1.. = self.geometry.doublings_left() {
-            store_field(&self.ext, slot * bits as usize, bits, ext);
+            store_field(|w| &self.ext[w], slot * bits as usize, bits, ext, Ordering::Relaxed);
         }
     }
 }
