@@ -139,9 +139,6 @@ pub(crate) struct Span {
 }
 
 impl Span {
-    /// No deadline, fresh all along, no grace.
-    pub(crate) const FOREVER: Span = Span { ttl: NEVER, fresh: NEVER, grace: 0 };
-
     /// Whether an entry written with this span needs the windows beside its deadline.
     #[inline]
     pub(crate) fn windowed(&self) -> bool {
@@ -410,6 +407,11 @@ pub(crate) struct Deadlines {
     pass_earliest: u64,
     /// Each slot's stale window and grace, once the store has held an entry with either.
     windows: Option<Box<Windows>>,
+    /// The cache's default time to live, while an entry given the cache's lifetime needs
+    /// nothing in the column but its deadline (no time to idle, no stale window or grace
+    /// in the default lifetime, no windows in the column yet): such a write stores its
+    /// time plus this. `None` otherwise.
+    plain: Option<u64>,
 }
 
 /// Beside each slot's time in `at` (when its entry stops being fresh): how long after it
@@ -465,6 +467,7 @@ impl Deadlines {
             lookup_from: if idle { 0 } else { NEVER },
             pass_earliest: NEVER,
             windows: None,
+            plain: (!idle && !expiry.default.windowed()).then_some(expiry.default.ttl),
         }
     }
 
@@ -564,6 +567,20 @@ impl Deadlines {
         }
     }
 
+    /// Gives `slot`'s entry, written at `now`, the cache's lifetime if a deadline is all
+    /// the column keeps of it and `slot` lies within the column: the common write's whole
+    /// work. Returns whether it did.
+    #[inline(always)]
+    pub(crate) fn put_plain(&mut self, slot: u32, now: u64) -> bool {
+        match self.plain {
+            Some(ttl) if !self.beyond(slot) => {
+                self.put(slot as usize, now.saturating_add(ttl));
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// [`Deadlines::set_span`] for an entry with a stale window or grace, or in a column
     /// that holds some.
     #[inline(never)]
@@ -575,6 +592,7 @@ impl Deadlines {
         let grace = if span.ttl == NEVER { 0 } else { span.grace };
         self.put(slot as usize, fresh_until);
         let room = self.at.capacity();
+        self.plain = None;
         let windows = self.windows.get_or_insert_with(Box::default);
         Windows::set(&mut windows.stale, slot as usize, window, room);
         Windows::set(&mut windows.grace, slot as usize, encode(grace, false), room);
@@ -682,16 +700,20 @@ impl Deadlines {
         }
     }
 
-    /// Lengthens the column (and the caps) to reach `slot`, all without a deadline but
-    /// `slot`, which gets `deadline`.
+    /// Lengthens the column (and the caps), the new slots without a deadline, to reach
+    /// `slot` and a sixteenth more, within `room` slots: the store's slab's room (which it
+    /// reserves at once), so that the column grows with the slab, not past it, and holds
+    /// the slots the slab has used, give or take a sixteenth.
     #[cold]
     #[inline(never)]
-    /// Makes room in the column (and the caps) for `slots` slots at once: the store's
-    /// slab's room, so that the column grows with the slab, not past it.
-    pub(crate) fn fit(&mut self, slots: usize) {
-        self.at.reserve_exact(slots.saturating_sub(self.at.len()));
+    pub(crate) fn fit(&mut self, slot: u32, room: usize) {
+        let len = self.at.len();
+        let slots = (len + len / 16).min(room).max(slot as usize + 1);
+        self.at.reserve_exact(room.saturating_sub(len));
+        self.at.resize_with(slots, || AtomicU64::new(NEVER));
         if let Some(caps) = &mut self.caps {
-            caps.reserve_exact(slots.saturating_sub(caps.len()));
+            caps.reserve_exact(room.saturating_sub(caps.len()));
+            caps.resize(slots, NEVER);
         }
     }
 
@@ -701,6 +723,10 @@ impl Deadlines {
         slot as usize >= self.at.len()
     }
 
+    /// Lengthens the column (and the caps) to reach `slot`, all without a deadline but
+    /// `slot`, which gets `deadline`.
+    #[cold]
+    #[inline(never)]
     fn grow(&mut self, slot: usize, deadline: u64) {
         self.at.resize_with(slot + 1, || AtomicU64::new(NEVER));
         self.at[slot].store(deadline, Ordering::Relaxed);
@@ -735,6 +761,12 @@ impl Deadlines {
             Windows::set(&mut windows.stale, slot as usize, 0, 0);
             Windows::set(&mut windows.grace, slot as usize, 0, 0);
         }
+    }
+
+    /// Whether a deadline in the column may have passed at `now`.
+    #[inline(always)]
+    pub(crate) fn sweeping(&self, now: u64) -> bool {
+        now >= self.earliest
     }
 
     /// The next slot, among a few from where the last call stopped, whose entry expired at
@@ -825,6 +857,26 @@ mod tests {
         column.set(20, (50, NEVER));
         assert!(column.expired(20, 50) && !column.expired(20, 49));
         assert_eq!((0..21).find_map(|_| column.next_expired(50)), Some(20));
+    }
+
+    #[test]
+    fn the_column_grows_with_the_slab_and_a_plain_write_stores_one_deadline() {
+        let ttl = Duration::from_secs(1);
+        let mut column = Deadlines::new(0, &Expiry::new(Clock::manual().0, Lifetime::ttl(ttl), None, false));
+        for slot in 0..1000 {
+            if column.beyond(slot) {
+                column.fit(slot, 1000);
+            }
+            assert!(!column.beyond(slot) && column.at.len() <= 1000, "within the slab's room");
+            assert!(column.put_plain(slot, 5));
+        }
+        assert!(column.at.len() == 1000 && column.beyond(1000));
+        assert!(!column.expired(999, 4 + ticks(ttl)) && column.expired(999, 5 + ticks(ttl)));
+        // Once the column holds windows, a write's deadline is no longer all there is.
+        column.set_span(3, 5, Lifetime::ttl(ttl).fresh_for(ttl / 2).span());
+        assert!(!column.put_plain(4, 5));
+        let idle = Expiry::new(Clock::manual().0, Lifetime::ttl(ttl), Some(ttl), false);
+        assert!(!Deadlines::new(8, &idle).put_plain(0, 5), "time to idle keeps a cap too");
     }
 
     #[test]

@@ -359,10 +359,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         };
         let before = (out.removed.evicted, out.removed.expired);
         let timed = self.store.deadlines().is_some() || write.span.is_some() || write.expiry.by_default();
-        let (now, span) = match timed {
-            true => (write.expiry.clock.now(), write.span.unwrap_or(write.expiry.default)),
-            false => (0, Span::FOREVER),
-        };
+        let now = if timed { write.expiry.clock.now() } else { 0 };
         let too_heavy = u64::from(weight) > self.policy.capacity;
         // The offered entry waits in `out` while `K::eq` runs: if it panics, the entry is
         // dropped with `out`, after the lock is released.
@@ -395,7 +392,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 (Admission::TooHeavy, None)
             }
             Some(index) => {
-                let old = self.update(index, value, weight, now, span, timed, write.expiry);
+                let old = self.update(index, value, weight);
                 out.removed.push((key, old), RemovalCause::Replaced);
                 (Admission::Updated, Some(index))
             }
@@ -410,9 +407,6 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             } {
                 Some(queue) => {
                     let index = self.store.insert(key, value, hash, weight, queue);
-                    if timed {
-                        self.store.set_deadline(index, now, span, write.expiry);
-                    }
                     self.counters.admitted += 1;
                     (Admission::Admitted, Some(index))
                 }
@@ -423,24 +417,17 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 }
             },
         };
+        if let (true, Some(index)) = (timed, spare) {
+            self.store.set_deadline(index, now, write.span, write.expiry);
+        }
         self.settle(before, now, timed, spare, write.gate, out);
         admission
     }
 
-    /// Gives the entry at `index` its new `value` of `weight`, written at `now` to live
-    /// `span` (if `timed`), as a request on it; returns the old value.
-    #[allow(clippy::too_many_arguments)]
+    /// Gives the entry at `index` its new `value` of `weight`, as a request on it; returns
+    /// the old value. The caller gives it its deadline.
     #[inline(always)]
-    fn update(
-        &mut self,
-        index: u32,
-        value: V,
-        weight: u32,
-        now: u64,
-        span: Span,
-        timed: bool,
-        expiry: &Expiry,
-    ) -> V {
+    fn update(&mut self, index: u32, value: V, weight: u32) -> V {
         let reweighed = self.store.weight_of(index) != weight;
         let entry = self.store.entry_mut(index);
         let old = std::mem::replace(&mut entry.value, value);
@@ -450,9 +437,6 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         }
         if reweighed {
             self.store.reweigh(index, weight);
-        }
-        if timed {
-            self.store.set_deadline(index, now, span, expiry);
         }
         old
     }
@@ -478,9 +462,17 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     }
 
     /// Reclaims what expired at `now` among the few slots a write looks at, sparing
-    /// `spare`.
-    #[inline]
+    /// `spare`: nothing to do before the column's earliest deadline.
+    #[inline(always)]
     fn reclaim(&mut self, now: u64, spare: Option<u32>, out: &mut Leftovers<K, V>) {
+        if self.store.sweeping(now) {
+            self.sweep(now, spare, out);
+        }
+    }
+
+    /// [`Shard::reclaim`] past the earliest deadline, out of line.
+    #[inline(never)]
+    fn sweep(&mut self, now: u64, spare: Option<u32>, out: &mut Leftovers<K, V>) {
         for _ in 0..2 {
             match self.store.next_expired(now) {
                 Some(index) if Some(index) != spare => {
@@ -651,7 +643,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             }
             (Op::Put(value), _) => value,
         };
-        let (outcome, spare) = match found {
+        let (outcome, spare, span) = match found {
             Some(index) => {
                 let (weight, span) = assess(&self.store.entry(index).key, &value);
                 let weight = weight.max(1);
@@ -662,9 +654,8 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                     self.counters.rejected += 1;
                     return Outcome::TooHeavy(Some(value));
                 }
-                let span = span.or(write.span).unwrap_or(write.expiry.default);
-                let old = self.update(index, value, weight, now, span, timed, write.expiry);
-                (Outcome::Updated(old), index)
+                let old = self.update(index, value, weight);
+                (Outcome::Updated(old), index, span)
             }
             None => {
                 let key = make_key(key);
@@ -677,14 +668,13 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 }
                 let queue = self.policy.place(&self.store, hash, weight);
                 let index = self.store.insert(key, value, hash, weight, queue);
-                if timed {
-                    let span = span.or(write.span).unwrap_or(write.expiry.default);
-                    self.store.set_deadline(index, now, span, write.expiry);
-                }
                 self.counters.admitted += 1;
-                (Outcome::Inserted, index)
+                (Outcome::Inserted, index, span)
             }
         };
+        if timed {
+            self.store.set_deadline(spare, now, span.or(write.span), write.expiry);
+        }
         self.settle(before, now, timed, Some(spare), write.gate, out);
         outcome
     }
@@ -803,7 +793,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 grace: grace_end - deadline.max(now),
             };
             expiry.start();
-            self.store.set_deadline(index, now, span, expiry);
+            self.store.set_deadline(index, now, Some(span), expiry);
         }
         self.counters.admitted += 1;
         // The entry just stored is spared: it weighs no more than the shard holds.

@@ -255,15 +255,27 @@ impl<K, V> Store<K, V> {
         self.deadlines.as_ref().is_some_and(|deadlines| deadlines.reclaimable(index, now))
     }
 
-    /// Gives the entry at `index`, written at `now`, `span`'s lifetime (and the cache's
-    /// time to idle); the column is made (kept by `expiry`) the first time an entry gets a
-    /// deadline at all.
+    /// Gives the entry at `index`, written at `now`, its own lifetime `span` or else the
+    /// cache's (and the cache's time to idle); the column is made (kept by `expiry`) the
+    /// first time an entry gets a deadline at all. Inline for the common write, an entry
+    /// given the cache's plain time to live in a column without windows.
     #[inline(always)]
-    pub(crate) fn set_deadline(&mut self, index: u32, now: u64, span: Span, expiry: &Expiry) {
+    pub(crate) fn set_deadline(&mut self, index: u32, now: u64, span: Option<Span>, expiry: &Expiry) {
+        if let (Some(deadlines), None) = (&mut self.deadlines, span) {
+            if deadlines.put_plain(index, now) {
+                return;
+            }
+        }
+        self.set_span(index, now, span.unwrap_or(expiry.default), expiry);
+    }
+
+    /// [`Store::set_deadline`] for any lifetime, out of line.
+    #[inline(never)]
+    fn set_span(&mut self, index: u32, now: u64, span: Span, expiry: &Expiry) {
         match &mut self.deadlines {
             Some(deadlines) => {
                 if deadlines.beyond(index) {
-                    deadlines.fit(self.slots.capacity());
+                    deadlines.fit(index, self.slots.capacity());
                 }
                 deadlines.set_span(index, now, span)
             }
@@ -279,6 +291,13 @@ impl<K, V> Store<K, V> {
         let mut deadlines = Deadlines::new(self.slots.len(), expiry);
         deadlines.set_span(index, now, span);
         self.deadlines = Some(Box::new(deadlines));
+    }
+
+    /// Whether a deadline in the column may have passed at `now`: whether a sweep may
+    /// find anything.
+    #[inline(always)]
+    pub(crate) fn sweeping(&self, now: u64) -> bool {
+        self.deadlines.as_ref().is_some_and(|deadlines| deadlines.sweeping(now))
     }
 
     /// An entry expired at `now`, found by looking at a few slots on from the last look.
