@@ -6,8 +6,8 @@
 //!
 //! It is the seen-before gate's two generations, traded for speed where a wrong answer is
 //! cheap: a ghost is a hint, and a false one only sends a key to the other queue. A
-//! generation rotates after `capacity` recordings and never fills early, so a key is
-//! remembered for at least `capacity` later recordings. `take` forgets a key by clearing
+//! generation rotates after `reach` recordings, at most `capacity` (the shard's climber,
+//! `climber.rs`, sets it), so a key is remembered for at least `reach` later recordings. `take` forgets a key by clearing
 //! its bits, which may also forget a key sharing them (about one take in seven does, at
 //! a full generation). At 16 to 32 bits per key (a generation of `capacity / 4` words,
 //! rounded up to a power of two), 0.5% to 2% of strangers are taken for ghosts. The
@@ -16,6 +16,7 @@
 //! (The cuckoo filter of `ghost.rs` keeps the adaptive split's windows, which must count
 //! each key once.)
 
+use super::climber::STEP;
 use crate::error::BuildError;
 use crate::filter::MIX;
 #[cfg(feature = "metrics")]
@@ -37,8 +38,11 @@ pub(crate) struct BloomGhosts {
     /// Recordings into the current generation, and into the previous one.
     recorded: usize,
     previous: usize,
-    /// Recordings a generation takes before the next one starts.
+    /// Recordings a generation takes at most, as the table is sized.
     capacity: usize,
+    /// Recordings a generation takes before the next one starts: from a sixteenth of
+    /// `capacity` (one climber's step) to all of it.
+    reach: usize,
     mask: usize,
     rotations: u64,
 }
@@ -69,18 +73,19 @@ impl BloomGhosts {
             recorded: 0,
             previous: 0,
             capacity: capacity.max(1),
+            reach: capacity.max(1),
             mask: words - 1,
             rotations: 0,
         })
     }
 
     /// Recordings the two generations hold (forgotten keys included), recordings per
-    /// generation, rotations and bytes held, in the gate's terms.
+    /// generation (the reach), rotations and bytes held, in the gate's terms.
     #[cfg(feature = "metrics")]
     pub(crate) fn stats(&self) -> GateStats {
         GateStats {
             len: self.recorded + self.previous,
-            capacity: self.capacity,
+            capacity: self.reach,
             rotations: self.rotations,
             memory_bytes: std::mem::size_of_val(&*self.words),
         }
@@ -106,7 +111,7 @@ impl BloomGhosts {
         let place = self.locate(hash);
         self.words[place.word][self.current] |= place.bits;
         self.recorded += 1;
-        if self.recorded >= self.capacity {
+        if self.recorded >= self.reach {
             self.rotate();
         }
     }
@@ -129,10 +134,23 @@ impl BloomGhosts {
         found
     }
 
+    /// Recordings a generation may take at most.
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Moves the reach by `share` of the capacity, within a sixteenth of the capacity
+    /// ([`STEP`]) and all of it.
+    pub(crate) fn stretch(&mut self, share: f64) {
+        let (capacity, by) = (self.capacity as f64, share * self.capacity as f64);
+        let least = (capacity * STEP).ceil().max(1.0);
+        self.reach = (self.reach as f64 + by).round().clamp(least, capacity) as usize;
+    }
+
     #[cfg(feature = "serde")]
     /// Appends the ghosts' state to `out`, for a cache's save (little-endian: capacity,
     /// table size, current generation, recordings in it and in the previous one,
-    /// rotations, then the table's words, counted).
+    /// rotations, the table's words, counted, and from version 4 the reach).
     pub(crate) fn save(&self, out: &mut Vec<u8>) {
         for field in [self.capacity as u64, self.size as u64] {
             out.extend_from_slice(&field.to_le_bytes());
@@ -143,33 +161,41 @@ impl BloomGhosts {
             out.extend_from_slice(&field.to_le_bytes());
         }
         self.words.iter().flatten().for_each(|word| out.extend_from_slice(&word.to_le_bytes()));
+        out.extend_from_slice(&(self.reach as u64).to_le_bytes());
     }
 
     #[cfg(feature = "serde")]
     /// Reads ghosts [`BloomGhosts::save`] wrote, and takes them over if they were sized
     /// as these are and `alike` (hashed alike); ghosts of another size (a cache of another
-    /// capacity or shard count) are read and dropped: they are hints.
+    /// capacity or shard count) are read and dropped: they are hints. Whether it took them.
     pub(crate) fn restore<R: std::io::Read + ?Sized>(
         &mut self,
         d: &mut Decoder<'_, R>,
         alike: bool,
-    ) -> Result<(), SnapshotError> {
+    ) -> Result<bool, SnapshotError> {
         let (capacity, size) = (d.usize("ghost capacity")?, d.usize("ghost table size")?);
         let current = usize::from(d.u8()?);
         let (recorded, previous, rotations) =
             (d.usize("ghost recordings")?, d.usize("ghost recordings")?, d.u64()?);
         let count = d.usize("ghost words")?;
         let words = d.words(count)?;
+        let reach = if d.version() >= 4 { d.usize("ghost reach")? } else { capacity };
         let made = size.checked_mul(2) == Some(words.len()) && size.is_power_of_two();
-        if current > 1 || recorded > capacity || previous > capacity || !(words.is_empty() || made) {
+        if current > 1
+            || recorded > capacity
+            || previous > capacity
+            || !(1..=capacity).contains(&reach)
+            || !(words.is_empty() || made)
+        {
             return Err(SnapshotError::inconsistent("cache ghosts"));
         }
-        if alike && capacity == self.capacity && size == self.size {
+        let taken = alike && capacity == self.capacity && size == self.size;
+        if taken {
             self.words = words.chunks_exact(2).map(|pair| [pair[0], pair[1]]).collect();
-            (self.current, self.recorded, self.previous, self.rotations) =
-                (current, recorded, previous, rotations);
+            (self.current, self.recorded, self.previous, self.rotations, self.reach) =
+                (current, recorded, previous, rotations, reach);
         }
-        Ok(())
+        Ok(taken)
     }
 
     /// Makes the table, at the first recording; false if the allocator refuses it.
@@ -219,6 +245,19 @@ mod tests {
         (1_000..3_000).for_each(|k| ghosts.record(hash(k)));
         assert_eq!(ghosts.rotations, 3);
         assert!(!take(&mut ghosts, 0), "remembered after two rotations");
+    }
+
+    #[test]
+    fn a_shorter_reach_rotates_sooner_within_a_sixteenth_and_all_of_the_capacity() {
+        let mut ghosts = BloomGhosts::new(1_600).unwrap();
+        ghosts.stretch(-0.5);
+        assert_eq!(ghosts.reach, 800);
+        (0..800).for_each(|k| ghosts.record(hash(k)));
+        assert_eq!(ghosts.rotations, 1, "a generation of the reach");
+        ghosts.stretch(-2.0);
+        assert_eq!(ghosts.reach, 100, "a sixteenth at least");
+        ghosts.stretch(5.0);
+        assert_eq!(ghosts.reach, 1_600, "the capacity at most");
     }
 
     /// Whether the key `k` is remembered, asked without forgetting it.

@@ -580,7 +580,10 @@ where
                 expiry: &cache.expiry,
                 load: Some(ticket),
             };
-            let _ = cache.shard(hash).write().insert(&write, &mut leftovers);
+            let mut held = cache.shard(hash).write();
+            let hits = held.hits();
+            let _ = held.insert(&write, hits, &mut leftovers);
+            drop(held);
         });
         (self.registered, self.finished) = (false, true);
         // Out of the map, the load can gain no caller: if none holds it, none waits.

@@ -193,6 +193,12 @@ impl<T> ReadGuard<'_, T> {
 }
 
 impl<T> WriteGuard<'_, T> {
+    /// Hits counted by this lock: all drained while a writer holds it.
+    #[inline]
+    pub(crate) fn hits(&self) -> u64 {
+        self.lock.drained.load(Ordering::Relaxed)
+    }
+
     /// Counts a hit found under the write lock.
     pub(crate) fn count_hit(&self) {
         self.lock.add_drained(1);

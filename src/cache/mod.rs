@@ -3,6 +3,7 @@
 //! * `store.rs`: a shard's entries (hash table, slab, queues).
 //! * `policy.rs`: the admission and eviction policies.
 //! * `bloom.rs`: S3-FIFO's ghost queue, a shard's own two-generation Bloom filter.
+//! * `climber.rs`: the hill climber that sets how long the ghosts remember.
 //! * `ghost.rs`: the adaptive split's windows of recent evictions, small cuckoo filters.
 //! * `lock.rs`: the shards' reader-writer lock, which also counts their hits.
 //! * `shard.rs`: one shard's operations, and what leaves it.
@@ -26,6 +27,7 @@ mod metrics;
 pub(crate) use self::metrics::AdmissionMetrics;
 mod bloom;
 mod builder;
+mod climber;
 mod entry;
 mod expiry;
 mod ghost;
@@ -453,7 +455,10 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         };
         let mut leftovers = self.leftovers();
         leftovers.unkept = Some((key, value));
-        let admission = self.shard(hash).write().insert(&write, &mut leftovers);
+        let mut held = self.shard(hash).write();
+        let hits = held.hits();
+        let admission = held.insert(&write, hits, &mut leftovers);
+        drop(held);
         self.report(leftovers);
         admission
     }

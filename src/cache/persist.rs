@@ -22,7 +22,7 @@
 //! | 8 | S3-FIFO's small-queue target (0 under the other policies) |
 //! | 1 + | 1 and S3-FIFO's recent evictions (sampling rate, then two ghost tables), or 0 |
 //! | 1 + | 1 and a gate snapshot (`SecondHit`'s gate), or 0 |
-//! | per shard | 1 and its ghosts (`S3Fifo`), or 0; the entry count (8); the block's length `L` (8); the block (`L`) |
+//! | per shard | 1 and its ghosts and, from version 4, its climber (`S3Fifo`), or 0; the entry count (8); the block's length `L` (8); the block (`L`) |
 //! | 8 | entries in all |
 //! | 4 | CRC-32 |
 //!
@@ -378,7 +378,9 @@ where
                 0 => {}
                 1 => {
                     let target = if same_shards { i } else { 0 };
-                    self.shards[target].write().restore_ghosts(&mut d, same_shards)?;
+                    let mut held = self.shards[target].write();
+                    let hits = held.hits();
+                    held.restore_ghosts(&mut d, same_shards, hits)?;
                 }
                 _ => return Err(inconsistent("cache ghosts flag")),
             }

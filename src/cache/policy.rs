@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crossbeam_utils::CachePadded;
 
 use super::bloom::BloomGhosts;
+use super::climber::Climber;
 use super::ghost::Ghosts;
 use super::listener::RemovalCause;
 use super::store::{Queue, Store};
@@ -37,8 +38,11 @@ pub enum AdmissionPolicy {
     /// through the small queue without displacing keys that were used twice. The split
     /// between the queues adapts as ARC's does: a miss on a key the small queue evicted
     /// recently grows it, one on a key main evicted recently shrinks it. The shards share
-    /// one split, each at its share of the capacity. Hits only bump a counter, under the
-    /// shard's read lock.
+    /// one split, each at its share of the capacity. How long the ghosts remember is
+    /// learnt, shard by shard, by Caffeine's hill climber on the hit ratio: a loop a
+    /// little longer than the cache, whose returning keys would push out of main those
+    /// about to be asked for, shortens it. Hits only bump a counter, under the shard's
+    /// read lock.
     #[default]
     S3Fifo,
 }
@@ -100,6 +104,8 @@ pub(crate) struct S3Fifo {
     /// This shard's share of the cache's capacity, in 2^-32ths: it scales the shared
     /// small-queue target to the shard.
     scale: u64,
+    /// How long the ghosts remember, learnt from the shard's hit ratio.
+    pub(crate) climber: Climber,
 }
 
 /// S3-FIFO's split between its queues, one for the whole cache. The shards see the same
@@ -331,8 +337,10 @@ impl Policy {
             Some(split) if kind == AdmissionPolicy::S3Fifo => {
                 let whole = split.capacity.max(1);
                 debug_assert!(capacity <= whole, "a shard holds part of the cache");
+                let ghosts = BloomGhosts::new(ghosts)?;
                 Some(S3Fifo {
-                    ghosts: BloomGhosts::new(ghosts)?,
+                    climber: Climber::new(0, ghosts.capacity()),
+                    ghosts,
                     split,
                     scale: ((u128::from(capacity) << 32) / u128::from(whole)) as u64,
                 })
@@ -343,7 +351,8 @@ impl Policy {
     }
 
     /// Where a missed key of `weight` goes, or `None` if it is kept out. Asks the gate
-    /// (recording the key) or the ghosts (forgetting it), as the policy needs.
+    /// (recording the key) or the ghosts (forgetting it), as the policy needs; under
+    /// S3-FIFO the miss, with `hits` the shard's lock's count, feeds the climber.
     #[inline]
     pub(crate) fn admit<K, V>(
         &mut self,
@@ -351,9 +360,15 @@ impl Policy {
         hash: u64,
         weight: u32,
         gate: Option<&SeenBefore>,
+        hits: u64,
     ) -> Option<Queue> {
         match (&mut self.s3fifo, gate) {
-            (Some(s3fifo), _) => s3fifo.admit(store, hash, weight, self.capacity),
+            (Some(s3fifo), _) => {
+                if let Some(share) = s3fifo.climber.miss(hits) {
+                    s3fifo.ghosts.stretch(share);
+                }
+                s3fifo.admit(store, hash, weight, self.capacity)
+            }
             (None, Some(gate)) if self.kind == AdmissionPolicy::SecondHit => {
                 if gate.check_and_record_hash(hash) {
                     gate.take_hash(hash);

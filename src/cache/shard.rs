@@ -337,11 +337,12 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
 
     /// Stores the entry offered in `out.unkept` if its key is present (replacing its
     /// value: a request, like a hit; unless not `replace`, when the present value stays and
-    /// the offered entry is handed back in `out`) or the policy admits it. A present entry that has expired
-    /// counts as absent. The entry gets its deadline from `write`'s lifetime or the
-    /// cache's, and a few slots are looked at for expired entries to reclaim.
+    /// the offered entry is handed back in `out`) or the policy admits it (`hits`, the
+    /// shard's lock's count, tells S3-FIFO's climber the hit ratio). A present entry that
+    /// has expired counts as absent. The entry gets its deadline from `write`'s lifetime
+    /// or the cache's, and a few slots are looked at for expired entries to reclaim.
     #[inline]
-    pub(crate) fn insert(&mut self, write: &Write<'_>, out: &mut Leftovers<K, V>) -> Admission {
+    pub(crate) fn insert(&mut self, write: &Write<'_>, hits: u64, out: &mut Leftovers<K, V>) -> Admission {
         let (hash, weight) = (write.hash, write.weight);
         // A user's insert replaces a present value; a load's store keeps it, and stores
         // nothing if the key was written since the load began.
@@ -403,7 +404,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             }
             None => match match held {
                 true => Some(self.policy.place(&self.store, hash, weight)),
-                false => self.policy.admit(&self.store, hash, weight, write.gate),
+                false => self.policy.admit(&self.store, hash, weight, write.gate, hits),
             } {
                 Some(queue) => {
                     let index = self.store.insert(key, value, hash, weight, queue);
@@ -716,27 +717,40 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     }
 
     #[cfg(feature = "serde")]
-    /// The ghosts' state, encoded (see `BloomGhosts::save`), under S3-FIFO.
+    /// The ghosts' state and the climber's, encoded (see `BloomGhosts::save` and
+    /// `Climber::save`), under S3-FIFO.
     pub(crate) fn save_ghosts(&self) -> Option<Vec<u8>> {
         self.policy.s3fifo.as_ref().map(|s3fifo| {
             let mut out = Vec::new();
             s3fifo.ghosts.save(&mut out);
+            s3fifo.climber.save(&mut out);
             out
         })
     }
 
     #[cfg(feature = "serde")]
-    /// Reads ghosts a save wrote: taken over if `alike` and sized alike (see
-    /// `BloomGhosts::restore`), and dropped under another policy.
+    /// Reads the ghosts and (from format version 4) the climber a save wrote: taken over
+    /// if `alike` and sized alike (see `BloomGhosts::restore`), the climber counting on
+    /// from the `hits` this shard's lock has counted; dropped under another policy.
     pub(crate) fn restore_ghosts<R: std::io::Read + ?Sized>(
         &mut self,
         d: &mut crate::snapshot::Decoder<'_, R>,
         alike: bool,
+        hits: u64,
     ) -> Result<(), crate::snapshot::SnapshotError> {
-        match &mut self.policy.s3fifo {
-            Some(s3fifo) => s3fifo.ghosts.restore(d, alike),
-            None => BloomGhosts::new(1).expect("a ghost of one key").restore(d, false),
+        let mut spare = BloomGhosts::new(1).expect("a ghost of one key");
+        let (ghosts, alike) = match &mut self.policy.s3fifo {
+            Some(s3fifo) => (&mut s3fifo.ghosts, alike),
+            None => (&mut spare, false),
+        };
+        let taken = ghosts.restore(d, alike)?;
+        if d.version() >= 4 {
+            let climber = super::climber::Climber::restore(d, hits, ghosts.capacity())?;
+            if let (Some(s3fifo), true) = (&mut self.policy.s3fifo, taken) {
+                s3fifo.climber = climber;
+            }
         }
+        Ok(())
     }
 
     #[cfg(feature = "serde")]

@@ -1,0 +1,150 @@
+//! How long S3-FIFO's ghosts remember, learnt from the hit ratio: Caffeine's hill climber
+//! (Einziger, Eytan, Friedman and Manes, "Adaptive Software Cache Management", Middleware
+//! 2018), which there sizes W-TinyLFU's window, with its published constants.
+//!
+//! A key that leaves the small queue unused and comes back while a ghost goes to main. The
+//! longer the ghosts remember, the more keys that return go to main: what most traces
+//! reward, and what a loop a little longer than the cache punishes, each returning key
+//! pushing out of main one that is about to be asked for. The climber measures the
+//! shard's hit ratio over samples of requests, moves the ghosts' reach a step at a time,
+//! keeps its direction while the hit ratio rises and turns when it falls; the step
+//! shrinks as it settles, and starts over when the hit ratio jumps (the workload changed).
+
+/// Requests per sample, in multiples of the keys the ghosts remember at full reach, which
+/// stands for the cache's size in keys whatever its entries weigh (Caffeine: ten times
+/// the cache's size).
+const SAMPLE: u64 = 10;
+
+/// Requests per sample at least, so that a small shard's hit ratio is measured within
+/// about 1.6 points (the standard error of a ratio over 1,024 requests, at most
+/// `sqrt(0.25 / 1024)`): its changes are then mostly the workload's, not chance's.
+const MIN_SAMPLE: u64 = 1024;
+
+/// The first step, and the step after a restart, as a share of the ghosts' full reach
+/// (Caffeine: 6.25% of the cache). It is also the least reach: one step.
+pub(crate) const STEP: f64 = 0.0625;
+
+/// Each step is this share of the one before, so that the climber settles (Caffeine: 0.98).
+const DECAY: f64 = 0.98;
+
+/// A change of the hit ratio between samples this large starts the step over (Caffeine:
+/// 0.05).
+const RESTART: f64 = 0.05;
+
+/// A shard's climber: the sample so far, the last sample's hit ratio and the next step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Climber {
+    /// Requests per sample.
+    sample: u64,
+    /// The hits the shard's lock had counted at the last miss seen.
+    seen: u64,
+    /// Hits and misses in the sample so far.
+    hits: u64,
+    misses: u64,
+    /// The hit ratio of the last sample.
+    previous: f64,
+    /// The next move, as a share of the full reach: its sign is the direction.
+    step: f64,
+}
+
+impl Climber {
+    /// A climber for a shard whose lock has counted `hits` and whose ghosts remember
+    /// `keys` keys at full reach: samples of `SAMPLE` times `keys` requests (and
+    /// [`MIN_SAMPLE`] at least). Its first move shortens the reach (it starts full).
+    pub(crate) fn new(hits: u64, keys: usize) -> Self {
+        let sample = SAMPLE.saturating_mul(keys as u64).max(MIN_SAMPLE);
+        Climber { sample, seen: hits, hits: 0, misses: 0, previous: 0.0, step: -STEP }
+    }
+
+    /// Counts a miss, with `hits` the hits the shard's lock has counted so far; at the
+    /// end of a sample, the move to make to the reach, as a share of the full reach.
+    #[inline]
+    pub(crate) fn miss(&mut self, hits: u64) -> Option<f64> {
+        self.hits += hits.wrapping_sub(self.seen);
+        self.seen = hits;
+        self.misses += 1;
+        if self.hits + self.misses < self.sample {
+            return None;
+        }
+        Some(self.adjust())
+    }
+
+    /// The end of a sample: the move, and the step after it.
+    #[cold]
+    #[inline(never)]
+    fn adjust(&mut self) -> f64 {
+        let rate = self.hits as f64 / (self.hits + self.misses) as f64;
+        let change = rate - self.previous;
+        let amount = if change >= 0.0 { self.step } else { -self.step };
+        self.step = if change.abs() >= RESTART { STEP.copysign(amount) } else { DECAY * amount };
+        (self.previous, self.hits, self.misses) = (rate, 0, 0);
+        amount
+    }
+
+    #[cfg(feature = "serde")]
+    /// Appends the climber's state to `out`, for a cache's save (little-endian: the hits
+    /// and misses of the sample so far, then the last hit ratio and the step as `f64` bits).
+    pub(crate) fn save(&self, out: &mut Vec<u8>) {
+        for field in [self.hits, self.misses, self.previous.to_bits(), self.step.to_bits()] {
+            out.extend_from_slice(&field.to_le_bytes());
+        }
+    }
+
+    #[cfg(feature = "serde")]
+    /// Reads what [`Climber::save`] wrote, for a shard whose lock has counted `hits` and
+    /// whose ghosts remember `keys` keys at full reach; an error if it is out of range.
+    pub(crate) fn restore<R: std::io::Read + ?Sized>(
+        d: &mut crate::snapshot::Decoder<'_, R>,
+        hits: u64,
+        keys: usize,
+    ) -> Result<Self, crate::snapshot::SnapshotError> {
+        let (sampled, misses) = (d.u64()?, d.u64()?);
+        let (previous, step) = (f64::from_bits(d.u64()?), f64::from_bits(d.u64()?));
+        if !(0.0..=1.0).contains(&previous)
+            || !(-STEP..=STEP).contains(&step)
+            || sampled.checked_add(misses).is_none()
+        {
+            return Err(crate::snapshot::SnapshotError::inconsistent("cache climber"));
+        }
+        Ok(Climber { hits: sampled, misses, previous, step, ..Climber::new(hits, keys) })
+    }
+}
+
+#[cfg(all(test, not(cuckoo_gate_loom)))]
+mod tests {
+    use super::{Climber, MIN_SAMPLE, RESTART, SAMPLE, STEP};
+
+    /// Runs one sample of the climber's requests at hit ratio `rate`; the move it makes.
+    fn sample(climber: &mut Climber, hits: &mut u64, rate: f64) -> f64 {
+        let requests = climber.sample;
+        let (hit_count, misses) =
+            ((requests as f64 * rate) as u64, requests - (requests as f64 * rate) as u64);
+        *hits += hit_count;
+        for _ in 1..misses {
+            assert_eq!(climber.miss(*hits), None, "no move within a sample");
+        }
+        climber.miss(*hits).expect("a move at the sample's end")
+    }
+
+    #[test]
+    fn it_keeps_its_direction_while_the_hit_ratio_rises_and_turns_when_it_falls() {
+        assert_eq!(Climber::new(0, 10).sample, MIN_SAMPLE, "a small shard's sample");
+        let (mut climber, mut hits) = (Climber::new(7, 200), 7);
+        assert_eq!(climber.sample, 200 * SAMPLE);
+        assert_eq!(sample(&mut climber, &mut hits, 0.30), -STEP, "first, a shorter reach");
+        let rising = sample(&mut climber, &mut hits, 0.31);
+        assert_eq!(rising, -STEP, "the same way");
+        let falling = sample(&mut climber, &mut hits, 0.30);
+        assert!(falling > 0.0 && falling < STEP, "turned back, a smaller step: {falling}");
+        // The step shrinks as the climber goes on: it settles.
+        let mut last = falling.abs();
+        for i in 0..50 {
+            let step = sample(&mut climber, &mut hits, 0.30 + f64::from(i % 2) * 0.001).abs();
+            assert!(step < last, "{step} after {last}");
+            last = step;
+        }
+        // A jump in the hit ratio (the workload changed) starts the step over.
+        assert_eq!(sample(&mut climber, &mut hits, 0.30 + RESTART + 0.01).abs(), last * 0.98);
+        assert_eq!(sample(&mut climber, &mut hits, 0.31 + RESTART).abs(), STEP);
+    }
+}
