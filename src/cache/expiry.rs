@@ -605,7 +605,7 @@ impl Deadlines {
     #[inline]
     pub(crate) fn expired(&self, slot: u32, now: u64) -> bool {
         // A slot past the column's end has never had a deadline.
-        now >= self.earliest
+        self.sweeping(now)
             && self.at.get(slot as usize).is_some_and(|at| {
                 let at = at.load(Ordering::Relaxed);
                 at <= now && (self.windows.is_none() || at.saturating_add(self.window(slot)) <= now)
@@ -763,7 +763,8 @@ impl Deadlines {
         }
     }
 
-    /// Whether a deadline in the column may have passed at `now`.
+    /// Whether a deadline in the column may have passed at `now` (none has before the
+    /// earliest).
     #[inline(always)]
     pub(crate) fn sweeping(&self, now: u64) -> bool {
         now >= self.earliest
@@ -775,7 +776,7 @@ impl Deadlines {
     /// becomes the new bound.
     #[inline(always)]
     pub(crate) fn next_expired(&mut self, now: u64) -> Option<u32> {
-        if now < self.earliest {
+        if !self.sweeping(now) {
             return None;
         }
         self.sweep(now)

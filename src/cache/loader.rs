@@ -580,10 +580,7 @@ where
                 expiry: &cache.expiry,
                 load: Some(ticket),
             };
-            let mut held = cache.shard(hash).write();
-            let hits = held.hits();
-            let _ = held.insert(&write, hits, &mut leftovers);
-            drop(held);
+            let _ = cache.insert_into_shard(&write, &mut leftovers);
         });
         (self.registered, self.finished) = (false, true);
         // Out of the map, the load can gain no caller: if none holds it, none waits.

@@ -455,12 +455,18 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         };
         let mut leftovers = self.leftovers();
         leftovers.unkept = Some((key, value));
-        let mut held = self.shard(hash).write();
-        let hits = held.hits();
-        let admission = held.insert(&write, hits, &mut leftovers);
-        drop(held);
+        let admission = self.insert_into_shard(&write, &mut leftovers);
         self.report(leftovers);
         admission
+    }
+
+    /// [`Shard::insert`] under the key's shard's write lock, with the hits that lock has
+    /// counted (S3-FIFO's climber measures the hit ratio by them).
+    #[inline]
+    fn insert_into_shard(&self, write: &Write<'_>, out: &mut Leftovers<K, V>) -> Admission {
+        let mut held = self.shard(write.hash).write();
+        let hits = held.hits();
+        held.insert(write, hits, out)
     }
 
     /// Somewhere for a write to leave what it removes.

@@ -738,10 +738,13 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         alike: bool,
         hits: u64,
     ) -> Result<(), crate::snapshot::SnapshotError> {
-        let mut spare = BloomGhosts::new(1).expect("a ghost of one key");
+        let mut spare;
         let (ghosts, alike) = match &mut self.policy.s3fifo {
             Some(s3fifo) => (&mut s3fifo.ghosts, alike),
-            None => (&mut spare, false),
+            None => {
+                spare = BloomGhosts::new(1).expect("a ghost of one key");
+                (&mut spare, false)
+            }
         };
         let taken = ghosts.restore(d, alike)?;
         if d.version() >= 4 {
