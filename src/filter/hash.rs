@@ -373,7 +373,7 @@ impl Geometry {
             // group and, in its low word, the fraction that gives the position.
             let t = hash as u128 * self.groups as u128;
             let (group, position) = ((t >> 64) as usize, fast_range(t as u64, WINDOW_GROUP));
-            let fp = 1 + (((hash as u32 as u64) * self.fingerprint_scale) >> 32);
+            let fp = self.fingerprint(hash);
             let i1 = group * GROUP_SLOTS + position;
             let i2 = self.window_map(fp).forward_from(group, position, self.groups);
             return Probe { i1, i2, v1: fp << 2, v2: fp << 2 | 2, ext: 0 };
@@ -384,8 +384,29 @@ impl Geometry {
         let t = hash as u128 * self.buckets() as u128;
         let (i1, frac) = ((t >> 64) as usize, t as u64);
         let ext = frac >> (63 - self.doublings_left()) >> 1;
-        let fp = 1 + (((hash as u32 as u64) * self.fingerprint_scale) >> 32);
-        Probe { i1, i2: self.forward(i1, fp, false), v1: fp << 1, v2: fp << 1 | 1, ext }
+        let fp = self.fingerprint(hash);
+        Probe { i1, i2: self.second_bucket(i1, fp), v1: fp << 1, v2: fp << 1 | 1, ext }
+    }
+
+    /// A key's first bucket and fingerprint in the bucket layout: what a lookup needs
+    /// before it reads the first bucket ([`Geometry::second_bucket`] gives the second).
+    #[inline(always)]
+    pub(crate) fn first_bucket(&self, hash: u64) -> (usize, u64) {
+        debug_assert_eq!(self.layout, Layout::Buckets);
+        (((hash as u128 * self.buckets() as u128) >> 64) as usize, self.fingerprint(hash))
+    }
+
+    /// The second bucket of a key whose first is `i1` and fingerprint `fp`, in the bucket
+    /// layout.
+    #[inline(always)]
+    pub(crate) fn second_bucket(&self, i1: usize, fp: u64) -> usize {
+        self.forward(i1, fp, false)
+    }
+
+    /// The fingerprint of the key with hash `hash`, in `[1, 2^fingerprint_bits - 1]`.
+    #[inline(always)]
+    fn fingerprint(&self, hash: u64) -> u64 {
+        1 + (((hash as u32 as u64) * self.fingerprint_scale) >> 32)
     }
 
     /// `D(fp)`, in `[1, B - 1]`.
@@ -560,7 +581,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn other_bucket_round_trips(buckets in 2usize..1 << 40, fbits in 1u32..=31, ext in 0u32..8, level in 0u32..8, hash in any::<u64>()) {
+        fn other_bucket_round_trips_and_a_lookup_probes_alike(buckets in 2usize..1 << 40, fbits in 1u32..=31, ext in 0u32..8, level in 0u32..8, hash in any::<u64>()) {
             let (fbits, ext) = (fbits.min(Layout::Buckets.max_fingerprint_bits() - ext), ext);
             let mut g = Geometry::new(Layout::Buckets, buckets, fbits.max(1), ext);
             for _ in 0..level.min(ext) {
@@ -573,6 +594,9 @@ mod tests {
             prop_assert!(p.v1 < 1 << g.lane_bits() && p.ext < 1 << g.doublings_left());
             prop_assert_eq!(g.other(p.i1, 3, p.v1), (p.i2, p.v2));
             prop_assert_eq!(g.other(p.i2, 0, p.v2), (p.i1, p.v1));
+            // A lookup's two halves name the probe's buckets and values.
+            let (i1, fp) = g.first_bucket(hash);
+            prop_assert_eq!((i1, fp << 1, g.second_bucket(i1, fp), fp << 1 | 1), (p.i1, p.v1, p.i2, p.v2));
         }
 
         /// A grown table places keys where the base bucket and the next bits of the

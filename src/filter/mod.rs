@@ -456,7 +456,7 @@ impl CuckooFilter {
     /// [`contains`](Self::contains) for a key already hashed to `hash`.
     #[inline]
     pub(crate) fn contains_hashed(&self, hash: u64) -> bool {
-        self.current.read(|table| with_table!(table, t => t.contains(t.probe(hash))))
+        self.current.read(|table| with_table!(table, t => t.contains(hash)))
     }
 
     /// Looks up every key of `keys`: `found[i] = self.contains(&keys[i])`. Faster than
@@ -496,7 +496,7 @@ impl CuckooFilter {
                         t.prefetch_bucket(probe.i2);
                     }
                     for (found, probe) in found.iter_mut().zip(&probes) {
-                        *found = t.contains_prefetched(*probe);
+                        *found = t.contains_probe(*probe);
                     }
                 })
             });

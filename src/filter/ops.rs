@@ -102,19 +102,25 @@ impl<S: Shape> Table<S> {
         Err(Refused::Full)
     }
 
-    /// Whether the key of `p` may be present. Lock-free. The second bucket is read only if
-    /// the first does not match, so it is prefetched first: when it is read, its cache miss
-    /// has overlapped the first one's.
+    /// Whether the key with hash `hash` may be present. Lock-free. In the bucket layout
+    /// the second bucket is worked out only if the first does not match: a present key
+    /// mostly sits in its first, and an absent key's second load still overlaps the
+    /// first's cache miss, the processor running ahead on the predicted branch.
     #[inline]
-    pub(crate) fn contains(&self, p: Probe) -> bool {
-        self.prefetch_first_word(p.i2);
-        self.contains_prefetched(p)
+    pub(crate) fn contains(&self, hash: u64) -> bool {
+        if S::WINDOWED {
+            return self.contains_probe(self.probe(hash));
+        }
+        let g = self.geometry();
+        let (i1, fp) = g.first_bucket(hash);
+        self.holds_either(i1, fp << 1, || (g.second_bucket(i1, fp), fp << 1 | 1))
     }
 
-    /// [`Table::contains`] for a key whose buckets the caller has prefetched.
+    /// [`Table::contains`] for a key already probed (`contains_batch` has prefetched its
+    /// buckets).
     #[inline]
-    pub(crate) fn contains_prefetched(&self, p: Probe) -> bool {
-        self.holds_either(p.i1, p.v1, p.i2, p.v2)
+    pub(crate) fn contains_probe(&self, p: Probe) -> bool {
+        self.holds_either(p.i1, p.v1, || (p.i2, p.v2))
     }
 
     /// Copies of the key of `p` (or of keys indistinguishable from it). Lock-free.

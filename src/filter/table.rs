@@ -272,13 +272,6 @@ impl<S: Shape> Table<S> {
         prefetch_at(&self.words, word + 1);
     }
 
-    /// Starts loading the first word of bucket `bucket`, whose cache line holds the whole
-    /// bucket at least 7 times in 8.
-    #[inline]
-    pub(crate) fn prefetch_first_word(&self, bucket: usize) {
-        prefetch_at(&self.words, self.first_word(bucket));
-    }
-
     /// The word holding the first bit of bucket `bucket`.
     #[inline]
     fn first_word(&self, bucket: usize) -> usize {
@@ -310,7 +303,9 @@ impl<S: Shape> Table<S> {
         }
     }
 
-    /// Whether bucket `i1` holds the lane value `v1` or bucket `i2` holds `v2`. Lock-free.
+    /// Whether bucket `i1` holds the lane value `v1` or bucket `i2` holds `v2`, where
+    /// `second()` gives `(i2, v2)`: asked for (once on the lock-free path) only if the first
+    /// bucket does not match. Lock-free.
     ///
     /// Only "neither" needs the two buckets as of one instant, so only it is validated: a
     /// match is returned as soon as it is read. A writer stored that value, so a key that
@@ -323,12 +318,13 @@ impl<S: Shape> Table<S> {
     /// second bucket's read, and be validated: a key can move within its second window
     /// under that window's stripe alone.
     #[inline]
-    pub(crate) fn holds_either(&self, i1: usize, v1: u64, i2: usize, v2: u64) -> bool {
+    pub(crate) fn holds_either(&self, i1: usize, v1: u64, second: impl Fn() -> (usize, u64)) -> bool {
         let a = self.stripe(i1);
         if let Some(sa) = a.optimistic_read() {
             if self.lanes.holds(self.load_bucket(i1), v1) {
                 return true;
             }
+            let (i2, v2) = second();
             let b = self.stripe(i2);
             let late = broken::LATE_SECOND_STAMP.then(|| self.load_bucket(i2));
             if let Some(sb) = b.optimistic_read() {
@@ -340,6 +336,7 @@ impl<S: Shape> Table<S> {
                 }
             }
         }
+        let (i2, v2) = second();
         let (b1, b2) = self.read_pair_contended(i1, i2);
         self.lanes.holds(b1, v1) || self.lanes.holds(b2, v2)
     }
