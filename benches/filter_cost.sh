@@ -3,16 +3,19 @@
 # `bulk_insert_and_query 200000`'s shape (fixed capacity 1.46 x 200,000, ε = 0.1%, 13-bit
 # slots), run at two counts of operations; the difference over the operations added is
 # the cost of one (setup cancels out). Each is printed beside its budget, rounded to whole instructions; with
-# --check the script fails when one is over. Needs valgrind.
-#   bash benches/filter_cost.sh [--check]
+# --check the script fails when one is over. With --windows, the same filter in the windowed
+# layout, without budgets. Needs valgrind.
+#   bash benches/filter_cost.sh [--check | --windows]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "filter_cost.sh needs valgrind (Debian package valgrind)"; exit 1; }
 check=0
+layout=
 [ "${1:-}" = --check ] && check=1
+[ "${1:-}" = --windows ] && layout=windows
 cargo build --release --example filter_cost
 count() { # instructions of one run
-    valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/examples/filter_cost "$1" "$2" 2>&1 \
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/examples/filter_cost "$1" "$2" $layout 2>&1 \
         | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
 over=0
@@ -23,7 +26,8 @@ for row in "absent 524288 1048576 100" "present 524288 1048576 70" "fill 0 600 2
     read -r op n1 n2 budget <<<"$row"
     one=$(count "$op" "$n1")
     two=$(count "$op" "$n2")
-    ops=$(target/release/examples/filter_cost "$op" "$n2" | sed -n 's/.* of \([0-9]*\) found.*/\1/p')
+    [ -z "$layout" ] || budget=-
+    ops=$(target/release/examples/filter_cost "$op" "$n2" $layout | sed -n 's/.* of \([0-9]*\) found.*/\1/p')
     ops=$((ops - n1))
     per=$(python3 -c "print(f'{($two - $one) / $ops:.2f}')")
     if [ "$budget" = - ]; then

@@ -3,11 +3,12 @@
 //! differences).
 //!
 //! ```text
-//! cargo run --release --example filter_cost -- OP N
+//! cargo run --release --example filter_cost -- OP N [windows]
 //! ```
 //!
 //! The filter is fixed at capacity 1.46 × 200,000 and ε = 0.1% (13-bit slots), as
-//! `bulk_insert_and_query 200000` builds it. OP is one of:
+//! `bulk_insert_and_query 200000` builds it; with `windows`, in the windowed layout at the
+//! same capacity and rate. OP is one of:
 //!
 //! * `absent`: fills it with 200,000 keys (65% load), then looks up N absent keys (N a
 //!   multiple of 2^19, the keys made before the lookups);
@@ -23,7 +24,7 @@
 //! reaching 62.5% load give the inserts from 57.5% to 62.5%; for `fill`, 0 and 600 give
 //! the mean insert of a fill to 60%.
 
-use cuckoo_gate::CuckooFilter;
+use cuckoo_gate::{CuckooFilter, Layout};
 
 mod common;
 use common::key;
@@ -34,18 +35,27 @@ const POOL: u64 = 1 << 19;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (op, n) = match (args.first().map(String::as_str), args.get(1).and_then(|n| n.parse::<u64>().ok())) {
-        (Some(op @ ("absent" | "present" | "insert" | "fill")), Some(n)) => (op.to_owned(), n),
-        _ => {
-            eprintln!("usage: filter_cost absent|present|insert|fill N");
-            std::process::exit(2)
-        }
+    let layout = match args.get(2).map(String::as_str) {
+        None => Some(Layout::Buckets),
+        Some("windows") => Some(Layout::Windows),
+        Some(_) => None,
     };
+    let (op, n, layout) =
+        match (args.first().map(String::as_str), args.get(1).and_then(|n| n.parse::<u64>().ok()), layout) {
+            (Some(op @ ("absent" | "present" | "insert" | "fill")), Some(n), Some(layout)) => {
+                (op.to_owned(), n, layout)
+            }
+            _ => {
+                eprintln!("usage: filter_cost absent|present|insert|fill N [windows]");
+                std::process::exit(2)
+            }
+        };
     let capacity = FILL as usize * 146 / 100;
     let filter = CuckooFilter::builder()
         .false_positive_rate(0.001)
         .capacity(capacity)
         .max_capacity(capacity)
+        .layout(layout)
         .build()
         .expect("valid configuration");
     let slots = filter.capacity() as u64;
