@@ -9,9 +9,10 @@
 //! generation rotates after `reach` recordings, at most `capacity` (the shard's climber,
 //! `climber.rs`, sets it), so a key is remembered for at least `reach` later recordings.
 //! `take` forgets a key by clearing its bits, which may also forget a key sharing them
-//! (about one take in seven does, at a full generation). At 16 to 32 bits per key (a generation of `capacity / 4` words,
-//! rounded up to a power of two), 0.5% to 2% of strangers are taken for ghosts. The
-//! shard writes it only under its write lock, so it has no atomics.
+//! (about one take in seven does, at a full generation). At 16 to 32 bits per key (a
+//! generation of `capacity / 4` words, rounded up to a power of two), 0.5% to 2% of
+//! strangers are taken for ghosts. The shard writes it only under its write lock, so it
+//! has no atomics.
 //!
 //! (The cuckoo filter of `ghost.rs` keeps the adaptive split's windows, which must count
 //! each key once.)
