@@ -194,6 +194,7 @@ const MANTISSA: u32 = 26;
 /// # Ok::<(), cuckoo_gate::BuildError>(())
 /// ```
 #[derive(Clone)]
+#[repr(C)]
 pub struct Clock {
     /// The time, in ticks: the ticker's reading (0 while no ticker runs, when [`Clock::now`]
     /// reads the system's clock itself), or a manual clock's, which starts at 1.
@@ -384,34 +385,41 @@ impl Expiry {
 }
 
 /// The deadlines of a store's slots.
+///
+/// Laid out so that what a lookup and the common write read shares one cache line (the
+/// first, `align(64)`): the plain lifetime, the column's pointer and length, the sweep's
+/// two bounds, the lookups' bound and the clock's reading. Before, the fields a write read
+/// lay on two or three lines of a boxed struct that no other path kept in the CPU's cache.
+#[repr(C, align(64))]
 pub(crate) struct Deadlines {
-    /// The cache's clock and time to idle (0 if none), so that a lookup needs nothing
-    /// beyond the column to check a deadline.
-    clock: Clock,
-    tti: u64,
+    /// The cache's default time to live, while an entry given the cache's lifetime needs
+    /// nothing in the column but its deadline (a time to live, no time to idle, no stale
+    /// window or grace in the default lifetime, no windows in the column yet): such a
+    /// write stores its time plus this. [`NEVER`] otherwise.
+    plain: u64,
     /// When each slot's entry stops being fresh: its deadline, or, for an entry with a
     /// stale window, the start of that window (its deadline is then the window's end), so
     /// that a fresh entry is told by one load whether a `get` or a loader looks.
     at: Vec<AtomicU64>,
-    /// Under time to idle, each slot's time-to-live cap, which hits do not move.
-    caps: Option<Vec<u64>>,
-    /// Where [`Deadlines::next_expired`] looks next.
-    cursor: usize,
+    /// The earliest deadline seen since the sweep last started over from slot 0 (or set
+    /// since): `earliest` when the sweep next starts over.
+    pass_earliest: u64,
     /// No deadline in the column is earlier: until then the sweep has nothing to find.
     earliest: u64,
     /// Before this a lookup has nothing to do: `earliest`, or 0 under time to idle,
     /// where a hit moves its entry's deadline on.
     lookup_from: u64,
-    /// The earliest deadline seen since the sweep last started over from slot 0 (or set
-    /// since): `earliest` when the sweep next starts over.
-    pass_earliest: u64,
+    /// The cache's clock and time to idle (0 if none), so that a lookup needs nothing
+    /// beyond the column to check a deadline. The clock's reading (its first field) ends
+    /// the first line.
+    clock: Clock,
+    tti: u64,
+    /// Under time to idle, each slot's time-to-live cap, which hits do not move.
+    caps: Option<Vec<u64>>,
+    /// Where [`Deadlines::next_expired`] looks next.
+    cursor: usize,
     /// Each slot's stale window and grace, once the store has held an entry with either.
     windows: Option<Box<Windows>>,
-    /// The cache's default time to live, while an entry given the cache's lifetime needs
-    /// nothing in the column but its deadline (no time to idle, no stale window or grace
-    /// in the default lifetime, no windows in the column yet): such a write stores its
-    /// time plus this. `None` otherwise.
-    plain: Option<u64>,
 }
 
 /// Beside each slot's time in `at` (when its entry stops being fresh): how long after it
@@ -467,7 +475,10 @@ impl Deadlines {
             lookup_from: if idle { 0 } else { NEVER },
             pass_earliest: NEVER,
             windows: None,
-            plain: (!idle && !expiry.default.windowed()).then_some(expiry.default.ttl),
+            plain: match expiry.default.ttl {
+                ttl if !idle && !expiry.default.windowed() => ttl,
+                _ => NEVER,
+            },
         }
     }
 
@@ -572,13 +583,11 @@ impl Deadlines {
     /// work. Returns whether it did.
     #[inline(always)]
     pub(crate) fn put_plain(&mut self, slot: u32, now: u64) -> bool {
-        match self.plain {
-            Some(ttl) if !self.beyond(slot) => {
-                self.put(slot as usize, now.saturating_add(ttl));
-                true
-            }
-            _ => false,
+        if self.plain == NEVER || self.beyond(slot) {
+            return false;
         }
+        self.put(slot as usize, now.saturating_add(self.plain));
+        true
     }
 
     /// [`Deadlines::set_span`] for an entry with a stale window or grace, or in a column
@@ -592,7 +601,7 @@ impl Deadlines {
         let grace = if span.ttl == NEVER { 0 } else { span.grace };
         self.put(slot as usize, fresh_until);
         let room = self.at.capacity();
-        self.plain = None;
+        self.plain = NEVER;
         let windows = self.windows.get_or_insert_with(Box::default);
         Windows::set(&mut windows.stale, slot as usize, window, room);
         Windows::set(&mut windows.grace, slot as usize, encode(grace, false), room);
@@ -751,11 +760,18 @@ impl Deadlines {
         }
     }
 
-    /// Clears the deadline of a slot whose entry left.
+    /// Clears the deadline of a slot a new entry takes. A slot keeps the deadline of the
+    /// entry that left it until then (or until the sweep finds it free), so that an
+    /// eviction writes no line of the column: only the write that fills the slot does,
+    /// the line its own deadline goes to.
     #[inline]
-    pub(crate) fn clear(&mut self, slot: u32) {
+    pub(crate) fn reset(&mut self, slot: u32) {
         if let Some(at) = self.at.get(slot as usize) {
             at.store(NEVER, Ordering::Relaxed);
+        }
+        // A plain column has no windows (the first window ends the plain writes).
+        if self.plain != NEVER {
+            return;
         }
         if let Some(windows) = &mut self.windows {
             Windows::set(&mut windows.stale, slot as usize, 0, 0);
@@ -773,18 +789,19 @@ impl Deadlines {
     /// The next slot, among a few from where the last call stopped, whose entry expired at
     /// `now`: the bounded sweep each write makes. Nothing to do before the earliest
     /// deadline; each time the sweep starts over, the earliest deadline of its last pass
-    /// becomes the new bound.
+    /// becomes the new bound. A passed deadline of a slot that is `free` (whose entry
+    /// left) is cleared, not returned.
     #[inline(always)]
-    pub(crate) fn next_expired(&mut self, now: u64) -> Option<u32> {
+    pub(crate) fn next_expired(&mut self, now: u64, free: impl Fn(u32) -> bool) -> Option<u32> {
         if !self.sweeping(now) {
             return None;
         }
-        self.sweep(now)
+        self.sweep(now, free)
     }
 
     /// [`Deadlines::next_expired`] past the earliest deadline, out of line.
     #[inline(never)]
-    fn sweep(&mut self, now: u64) -> Option<u32> {
+    fn sweep(&mut self, now: u64, free: impl Fn(u32) -> bool) -> Option<u32> {
         let len = self.at.len();
         for _ in 0..len.min(SWEEP) {
             self.cursor += 1;
@@ -794,6 +811,11 @@ impl Deadlines {
                 self.pass_earliest = NEVER;
             }
             let deadline = self.at[self.cursor].load(Ordering::Relaxed);
+            if deadline <= now && free(self.cursor as u32) {
+                // The deadline of an entry that left: it bounds nothing.
+                self.reset(self.cursor as u32);
+                continue;
+            }
             // Counted even when found expired: the caller may keep the entry (the one it
             // just stored), and the bound must stay at or below every deadline held.
             self.pass_earliest = self.pass_earliest.min(deadline);
@@ -840,24 +862,47 @@ mod tests {
     fn the_sweep_finds_every_expired_slot_and_skips_work_before_the_earliest_deadline() {
         let mut column = Deadlines::new(0, &Expiry::new(Clock::manual().0, Lifetime::forever(), None, false));
         (0..10).for_each(|slot| column.set(slot, (100 + u64::from(slot), NEVER)));
-        assert_eq!(column.next_expired(99), None, "nothing can have expired");
+        let held = |_| false;
+        assert_eq!(column.next_expired(99, held), None, "nothing can have expired");
         assert_eq!(column.cursor, 0, "and nothing was looked at");
         let mut found = Vec::new();
         for _ in 0..20 {
-            if let Some(slot) = column.next_expired(105) {
-                column.clear(slot);
+            if let Some(slot) = column.next_expired(105, held) {
+                column.reset(slot);
                 found.push(slot);
             }
         }
         found.sort_unstable();
         assert_eq!(found, [0, 1, 2, 3, 4, 5]);
         // A full pass has raised the bound to the earliest deadline left.
-        (0..10).for_each(|_| assert_eq!(column.next_expired(105), None));
+        (0..10).for_each(|_| assert_eq!(column.next_expired(105, held), None));
         assert_eq!(column.earliest, 106);
         // A deadline before the bound lowers it, for lookups and for the sweep.
         column.set(20, (50, NEVER));
         assert!(column.expired(20, 50) && !column.expired(20, 49));
-        assert_eq!((0..21).find_map(|_| column.next_expired(50)), Some(20));
+        assert_eq!((0..21).find_map(|_| column.next_expired(50, held)), Some(20));
+        // A free slot's passed deadline is cleared and not returned; the bound then
+        // rises past it.
+        column.set(21, (60, NEVER));
+        let free = |slot| slot == 21;
+        assert_eq!((0..22).find_map(|_| column.next_expired(200, free)), Some(6));
+        assert_eq!(column.at[21].load(Ordering::Relaxed), NEVER);
+    }
+
+    #[test]
+    fn a_lookup_and_a_plain_write_read_one_line_of_the_deadlines() {
+        use std::mem::offset_of;
+        assert_eq!(align_of::<Deadlines>(), 64);
+        assert_eq!(offset_of!(Clock, ticks), 0, "the clock's reading comes first");
+        let ends = [
+            offset_of!(Deadlines, plain) + 8,
+            offset_of!(Deadlines, at) + size_of::<Vec<super::AtomicU64>>(),
+            offset_of!(Deadlines, pass_earliest) + 8,
+            offset_of!(Deadlines, earliest) + 8,
+            offset_of!(Deadlines, lookup_from) + 8,
+            offset_of!(Deadlines, clock) + 8,
+        ];
+        assert!(ends.iter().all(|&end| end <= 64), "{ends:?}");
     }
 
     #[test]

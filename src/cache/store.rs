@@ -303,8 +303,11 @@ impl<K, V> Store<K, V> {
     /// An entry expired at `now`, found by looking at a few slots on from the last look.
     #[inline]
     pub(crate) fn next_expired(&mut self, now: u64) -> Option<u32> {
-        let slot = self.deadlines.as_mut()?.next_expired(now)?;
-        // A free slot's deadline is cleared; this holds an entry.
+        let slots = &self.slots;
+        let slot = self
+            .deadlines
+            .as_mut()?
+            .next_expired(now, |slot| !matches!(slots.get(slot as usize), Some(Some(_))))?;
         debug_assert!(self.slots[slot as usize].is_some());
         Some(slot)
     }
@@ -422,6 +425,9 @@ impl<K, V> Store<K, V> {
                 len as u32
             }
         };
+        if let Some(deadlines) = &mut self.deadlines {
+            deadlines.reset(index);
+        }
         match &mut self.weights {
             Some(weights) if weights.len() > index as usize => weights[index as usize] = weight,
             Some(weights) => weights.push(weight),
@@ -452,9 +458,6 @@ impl<K, V> Store<K, V> {
         self.leave(index, entry.queue, entry.stamp, u64::from(self.weight_of(index)), tail);
         if let Ok(slot) = self.table.find_entry(entry.hash, |&i| i == index) {
             slot.remove();
-        }
-        if let Some(deadlines) = &mut self.deadlines {
-            deadlines.clear(index);
         }
         self.free.push(index);
         entry
@@ -644,6 +647,30 @@ mod tests {
         assert!(at(offset_of!(S, table)) >= 64);
         assert!(at(offset_of!(S, deadlines)) + 8 <= 128);
         assert!(at(offset_of!(S, queues)) >= 128);
+    }
+
+    #[test]
+    fn a_slot_s_new_entry_never_inherits_the_deadline_of_the_one_that_left() {
+        use super::super::expiry::{Clock, Expiry, Lifetime};
+        let expiry = Expiry::new(Clock::manual().0, Lifetime::forever(), None, true);
+        let short = Some(Lifetime::ttl(std::time::Duration::from_secs(1)).span());
+        let later = 10 << 32;
+        let mut store = Store::with_capacity(4, false);
+        let a = store.insert(1u64, 1u64, 7, 1, Queue::Small);
+        store.set_deadline(a, 1, short, &expiry);
+        assert!(store.expired(a, later));
+        store.remove(a);
+        let b = store.insert(2u64, 2u64, 8, 1, Queue::Small);
+        assert_eq!(a, b, "the slot is taken again");
+        assert!(!store.expired(b, later), "before any sweep");
+        // A free slot's passed deadline: the sweep clears it rather than hand it out.
+        store.set_deadline(b, 1, short, &expiry);
+        store.remove(b);
+        assert!(store.sweeping(later));
+        assert_eq!((0..4).find_map(|_| store.next_expired(later)), None);
+        assert!(!store.sweeping(later), "the bound rose past the cleared deadline");
+        let c = store.insert(3u64, 3u64, 9, 1, Queue::Small);
+        assert!(!store.expired(c, later));
     }
 
     #[test]
