@@ -475,10 +475,7 @@ impl Deadlines {
             lookup_from: if idle { 0 } else { NEVER },
             pass_earliest: NEVER,
             windows: None,
-            plain: match expiry.default.ttl {
-                ttl if !idle && !expiry.default.windowed() => ttl,
-                _ => NEVER,
-            },
+            plain: if idle || expiry.default.windowed() { NEVER } else { expiry.default.ttl },
         }
     }
 
