@@ -86,6 +86,14 @@ struct Args {
 /// `--bounded`: moka runs its pending maintenance after each insert.
 static BOUNDED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Inserts into moka, then runs its pending maintenance under `--bounded`.
+fn moka_insert(cache: &moka::sync::Cache<u64, u32>, key: u64, size: u32) {
+    cache.insert(key, size);
+    if BOUNDED.load(Ordering::Relaxed) {
+        cache.run_pending_tasks();
+    }
+}
+
 /// The label a cache's figures are shown under: moka's says when it is bounded.
 fn shown(label: &'static str) -> &'static str {
     match label {
@@ -200,10 +208,7 @@ impl Replayed for moka::sync::Cache<u64, u32> {
         moka::sync::Cache::get(self, &key).is_some()
     }
     fn offer(&self, key: u64, size: u32) -> Option<bool> {
-        self.insert(key, size);
-        if BOUNDED.load(Ordering::Relaxed) {
-            self.run_pending_tasks();
-        }
+        moka_insert(self, key, size);
         None // TinyLFU may refuse it later; moka does not tell
     }
 }
@@ -453,10 +458,7 @@ impl Timed for moka::sync::Cache<u64, u32> {
     fn offer(&self, key: u64, size: u32, _: Duration) -> Option<bool> {
         // Every insert is written to moka's table; TinyLFU may evict it at the next
         // maintenance, after the write.
-        self.insert(key, size);
-        if BOUNDED.load(Ordering::Relaxed) {
-            self.run_pending_tasks();
-        }
+        moka_insert(self, key, size);
         Some(true)
     }
 }
@@ -681,7 +683,11 @@ fn summarise(cells: &[(String, f64, Vec<f64>)], shards: usize) {
     if cells.is_empty() {
         return;
     }
-    let best = |hits: &[f64]| hits.iter().copied().fold(0.0, f64::max);
+    // The best cache of a cell (the first, if tied), and its hit ratio.
+    let top = |hits: &[f64]| {
+        hits.iter().copied().enumerate().fold((0, 0.0), |t, (i, h)| if h > t.1 { (i, h) } else { t })
+    };
+    let best = |hits: &[f64]| top(hits).1;
     println!();
     println!(
         "## {} cells, {shards} shard(s): mean hit ratio, cells more than 0.3 points under the best",
@@ -699,8 +705,7 @@ fn summarise(cells: &[(String, f64, Vec<f64>)], shards: usize) {
     println!();
     println!("The default's cells more than 0.3 points under the best:");
     for (figure, pct, hits) in cells.iter().filter(|(_, _, hits)| hits[ours] < best(hits) - NEAR) {
-        let (at, _) =
-            hits.iter().enumerate().fold((0, 0.0), |top, (i, &h)| if h > top.1 { (i, h) } else { top });
+        let (at, _) = top(hits);
         println!(
             "  {figure} {pct}%: {:.4}, {:+.2} points under {} ({:.4})",
             hits[ours],
