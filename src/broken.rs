@@ -48,6 +48,9 @@ pub(crate) const SPLIT_COMPUTE: bool = cfg!(cuckoo_gate_broken = "split_compute"
 pub(crate) const UNSHARED_FAILURE: bool = cfg!(cuckoo_gate_broken = "unshared_failure");
 /// A cache insert does not mark the key's reload in flight, which then replaces its value.
 pub(crate) const WRITE_IGNORES_RELOAD: bool = cfg!(cuckoo_gate_broken = "write_ignores_reload");
+/// A cache insert stores its entry under the hash it computed before taking its shard's
+/// lock, even when a restore replaced the hasher meanwhile.
+pub(crate) const UNCHECKED_HASHER: bool = cfg!(cuckoo_gate_broken = "unchecked_hasher");
 
 /// [`SPLIT_MOVE`]: moves `hop`'s entry to slot `free` of `to` (lane value `moved`) in two
 /// lock holds, so a reader between them finds the entry in neither bucket.

@@ -33,6 +33,7 @@ use crossbeam_utils::CachePadded;
 use crate::broken;
 use crate::error::BuildError;
 use crate::filter::CuckooFilter;
+use crate::hashing::Hashing;
 use crate::primitive::{thread_stripe, yield_now, AtomicUsize, Ordering, RwLock};
 use crate::snapshot::{Decoder, Encoder, Kind, SnapshotError};
 
@@ -87,8 +88,9 @@ pub struct SeenBefore {
     /// New recordings into the current generation, striped by thread (each thread adds
     /// to its own line; a check sums them). Reset by rotation, under the write lock.
     recorded: Box<[CachePadded<AtomicUsize>]>,
-    /// The filters' hasher (both generations share one seed), so a key is hashed once.
-    hasher: ahash::RandomState,
+    /// The filters' hasher (both generations share one seed), so a key is hashed once; a
+    /// cache's restore may replace it (see `hashing.rs`).
+    hasher: Hashing,
     capacity: usize,
     check_mask: u64,
 }
@@ -218,7 +220,7 @@ impl SeenBefore {
 
     fn from_parts(filters: [CuckooFilter; 2], current: usize, rotations: u64, capacity: usize) -> Self {
         SeenBefore {
-            hasher: filters[0].hasher().clone(),
+            hasher: Hashing::new(filters[0].seed()),
             generations: RwLock::new(Generations { filters, current, rotations }),
             recorded: (0..RECORDING_STRIPES).map(|_| CachePadded::new(AtomicUsize::new(0))).collect(),
             capacity,
@@ -231,8 +233,7 @@ impl SeenBefore {
     /// as this gate does and has its capacity: whether it did. For a cache's gate, whose
     /// hasher the cache's keys go by.
     pub(crate) fn adopt(&self, other: SeenBefore) -> bool {
-        let check = crate::snapshot::HASH_CHECK_KEY;
-        if other.capacity != self.capacity || other.hasher.hash_one(check) != self.hasher.hash_one(check) {
+        if other.capacity != self.capacity || other.seed() != self.seed() {
             return false;
         }
         let recorded = other.recordings();
@@ -243,9 +244,30 @@ impl SeenBefore {
         true
     }
 
-    /// The hasher behind [`hash`](Self::hash).
-    pub(crate) fn hasher(&self) -> &ahash::RandomState {
-        &self.hasher
+    #[cfg(feature = "serde")]
+    /// Hashes by `seed` from now on, forgetting every key (what the gate remembers was
+    /// hashed by the old seed). For a cache's gate, when a restore adopts the saved
+    /// cache's seed: the caller holds every shard's write lock.
+    pub(crate) fn rekey(&self, seed: u64) {
+        if seed == self.seed() {
+            return;
+        }
+        let mut generations = self.generations.write();
+        let epsilon = generations.filters[0].false_positive_rate();
+        let fresh = || generation(self.capacity, epsilon, Some(seed));
+        match (fresh(), fresh()) {
+            (Ok(first), Ok(second)) => generations.filters = [first, second],
+            // Out of memory for new filters: the old ones, emptied, serve (their snapshots
+            // name the old seed, so a later restore will not take them over).
+            _ => generations.filters.iter().for_each(CuckooFilter::clear),
+        }
+        self.recorded.iter().for_each(|stripe| stripe.store(0, Ordering::Relaxed));
+        self.hasher.replace(seed);
+    }
+
+    /// The seed the gate hashes by.
+    pub(crate) fn seed(&self) -> u64 {
+        self.hasher.keys().seed()
     }
 
     /// The 64-bit hash the gate stores `key` by: what the `*_hash` methods take.
@@ -260,7 +282,7 @@ impl SeenBefore {
     /// ```
     #[inline]
     pub fn hash<T: Hash + ?Sized>(&self, key: &T) -> u64 {
-        self.hasher.hash_one(key)
+        self.hasher.hash(key)
     }
 
     /// Answers whether `key` was seen before, and records it. `false` means first sighting

@@ -146,6 +146,7 @@ mod filter;
 #[cfg(feature = "foyer")]
 pub mod foyer;
 mod gate;
+mod hashing;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod primitive;

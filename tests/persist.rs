@@ -1,7 +1,9 @@
 //! Saving a cache and restoring it: entries, their order, requests and lifetimes come
 //! back under every policy; a restore into another capacity, shard count or policy keeps
-//! what fits; lifetimes that ended while down are dropped; the gate's memory comes back
-//! with the same seed; a save while two threads churn restores only values the keys held;
+//! what fits and names to the listener every entry it drops; lifetimes that ended while
+//! down are told as expired; a restore adopts the saved seed (hit for hit with the saved
+//! cache, the gate's memory kept) or re-keys on request; writes racing a restore are kept
+//! or named; a save while two threads churn restores only values the keys held;
 //! corrupt input gets an error naming it, and leaves the cache empty and usable; 100,000
 //! random edits of a valid file never panic.
 
@@ -101,15 +103,11 @@ fn a_restored_cache_answers_as_the_saved_one_would_have() {
     let requests: Vec<u64> = (0..30_000u64)
         .map(|i| if i % 3 == 0 { 1 << 40 | i } else { mix(i) % 2_000 % (1 + mix(i >> 1) % 2_000) })
         .collect();
+    // Both caches get random seeds, as a service's do: the restored one adopts the saved
+    // one's, so that its entries, gate and ghosts are the saved cache's.
     for policy in [AdmissionPolicy::S3Fifo, AdmissionPolicy::SecondHit, AdmissionPolicy::Always] {
         let build = || {
-            AdmissionCache::<u64, u64>::builder()
-                .capacity(300)
-                .shards(4)
-                .admission(policy)
-                .seed(5)
-                .build()
-                .unwrap()
+            AdmissionCache::<u64, u64>::builder().capacity(300).shards(4).admission(policy).build().unwrap()
         };
         let replay = |cache: &AdmissionCache<u64, u64>, requests: &[u64]| -> Vec<bool> {
             let hit = |&key: &u64| {
@@ -177,20 +175,147 @@ fn lifetimes_count_the_time_spent_down() {
 }
 
 #[test]
-fn the_gates_memory_comes_back_with_the_same_seed() {
-    let build = || {
+fn the_gates_memory_comes_back_whatever_the_seed() {
+    let build = |seed| {
         AdmissionCache::<u64, u64>::builder()
             .capacity(100)
             .admission(AdmissionPolicy::SecondHit)
-            .seed(11)
+            .seed(seed)
             .build()
             .unwrap()
     };
-    let cache = build();
+    let cache = build(11);
     assert_eq!(cache.insert(1, 1), Admission::Rejected); // a first sighting, remembered
-    let restored = build();
+    let restored = build(12);
     restored.restore(&mut saved(&cache).as_slice()).unwrap();
+    assert!(restored.gate().is_some_and(|gate| gate.contains(&1)), "the gate hashes as the cache does");
     assert_eq!(restored.insert(1, 1), Admission::Admitted, "seen before the restart");
+    // Re-keyed, the gate starts afresh: its filters remember hashes by the old seed.
+    let rekeyed = build(12);
+    rekeyed.restore_rekeyed(&mut saved(&cache).as_slice()).unwrap();
+    assert_eq!(rekeyed.insert(1, 1), Admission::Rejected, "a first sighting for a fresh seed");
+}
+
+/// A cache like `filled`'s with another seed, telling `told` of every entry that leaves it.
+fn listened(
+    capacity: u64,
+    shards: usize,
+    seed: u64,
+    told: &Arc<std::sync::Mutex<Vec<(u64, cuckoo_gate::RemovalCause)>>>,
+) -> AdmissionCache<u64, String> {
+    let told = told.clone();
+    AdmissionCache::builder()
+        .capacity(capacity)
+        .shards(shards)
+        .seed(seed)
+        .eviction_listener(move |key, _, cause| told.lock().unwrap().push((key, cause)))
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_restore_names_every_entry_it_does_not_keep() {
+    use cuckoo_gate::RemovalCause::{Cleared, Evicted};
+    // A full cache of 64 shards into one built alike with another seed: adopting the saved
+    // seed, nothing is dropped; re-keyed, the shards overfill and what they shed is named.
+    let cache = filled(AdmissionPolicy::S3Fifo, 6_400, 64, 6_400);
+    let held: Vec<u64> = (0..6_400).filter(|k| cache.peek(k).is_some()).collect();
+    let n = held.len() as u64;
+    assert!(n > 6_000, "nearly full: {n}");
+    let bytes = saved(&cache);
+    let told = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let alike = listened(6_400, 64, 99, &told);
+    let _ = alike.insert(1 << 40, "before".into());
+    let report = alike.restore(&mut bytes.as_slice()).unwrap();
+    assert_eq!((report.entries, report.dropped, report.expired), (n, 0, 0));
+    assert_eq!(told.lock().unwrap().as_slice(), [(1 << 40, Cleared)], "what it held is told as cleared");
+    assert!(held.iter().all(|k| alike.peek(k).is_some()));
+
+    for (capacity, shards, rekeyed) in [(6_400, 64, true), (1_000, 8, false), (1_000, 8, true)] {
+        told.lock().unwrap().clear();
+        let other = listened(capacity, shards, 99, &told);
+        let report = if rekeyed {
+            other.restore_rekeyed(&mut bytes.as_slice())
+        } else {
+            other.restore(&mut bytes.as_slice())
+        };
+        let report = report.unwrap();
+        let evicted: Vec<u64> =
+            told.lock().unwrap().iter().filter(|(_, c)| *c == Evicted).map(|&(k, _)| k).collect();
+        assert!(report.dropped > 0, "{capacity}/{shards}: some entries do not fit");
+        assert_eq!(report.dropped as usize, evicted.len(), "{capacity}/{shards}: each dropped entry is told");
+        assert_eq!(report.entries + report.dropped, n, "{capacity}/{shards}: kept or told, none lost");
+        assert!(evicted.iter().all(|k| other.peek(k).is_none()), "{capacity}/{shards}: those told are gone");
+        assert_eq!(other.stats().evictions, report.dropped, "{capacity}/{shards}: counted as evictions");
+    }
+}
+
+#[test]
+fn lifetimes_that_ended_while_down_are_told_as_expired() {
+    let (clock, hand) = Clock::manual();
+    let told = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let build = |told: Option<Arc<std::sync::Mutex<Vec<(u64, cuckoo_gate::RemovalCause)>>>>| {
+        let builder = AdmissionCache::<u64, u64>::builder().capacity(100).clock(clock.clone());
+        match told {
+            Some(told) => {
+                builder.eviction_listener(move |key, _, cause| told.lock().unwrap().push((key, cause)))
+            }
+            None => builder,
+        }
+        .build()
+        .unwrap()
+    };
+    let cache = build(None);
+    let _ = cache.insert_with_ttl(1, 1, secs(10));
+    let _ = cache.insert(2, 2);
+    let bytes = saved(&cache);
+    hand.advance(secs(11));
+    let restored = build(Some(told.clone()));
+    let report = restored.restore(&mut bytes.as_slice()).unwrap();
+    assert_eq!((report.entries, report.expired), (1, 1));
+    assert_eq!(told.lock().unwrap().as_slice(), [(1, cuckoo_gate::RemovalCause::Expired)]);
+}
+
+#[test]
+fn writes_racing_a_restore_are_kept_or_named() {
+    // A writer inserts fresh keys while the cache restores a file saved with another seed.
+    // Every key it wrote is then held, or was told to the listener: none is stored under
+    // the old seed's hash, where no one would find it.
+    use cuckoo_gate::RemovalCause::{Cleared, Evicted};
+    let bytes = saved(&filled(AdmissionPolicy::S3Fifo, 4_000, 16, 2_000));
+    for round in 0..20u64 {
+        let told = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let cache = Arc::new(listened(4_000, 16, round, &told));
+        let done = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (cache, done) = (cache.clone(), done.clone());
+            thread::spawn(move || {
+                let mut written = Vec::new();
+                for key in (1u64 << 40).. {
+                    let _ = cache.insert(key, "w".into());
+                    written.push(key);
+                    if done.load(Ordering::Relaxed) && written.len() > 1_000 {
+                        return written;
+                    }
+                }
+                unreachable!()
+            })
+        };
+        cache.restore(&mut bytes.as_slice()).unwrap();
+        done.store(true, Ordering::Relaxed);
+        let written = writer.join().unwrap();
+        let told: std::collections::HashSet<u64> = told
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, cause)| matches!(cause, Cleared | Evicted))
+            .map(|&(key, _)| key)
+            .collect();
+        let lost: Vec<_> = written.iter().filter(|k| cache.peek(k).is_none() && !told.contains(k)).collect();
+        assert!(lost.is_empty(), "round {round}: {} written keys neither held nor told", lost.len());
+        assert!((0..2_000).all(|k| cache.peek(&k).is_some() || told.contains(&k)));
+        assert!(cache.len() <= 4_000);
+    }
 }
 
 #[test]

@@ -21,8 +21,9 @@ use super::{
     DEFAULT_GATE_MULTIPLIER, MAX_SHARDS, MIN_SHARD_ENTRIES, SHARDS_PER_CORE, WEIGHTED_SHARDS,
 };
 use crate::error::BuildError;
-use crate::filter::{random_seed, seeded_hasher};
+use crate::filter::random_seed;
 use crate::gate::SeenBefore;
+use crate::hashing::Hashing;
 use crate::primitive::Tally;
 
 /// The mean weight a weighted cache without [`estimated_entries`](AdmissionCacheBuilder::estimated_entries)
@@ -603,9 +604,9 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
             }
             _ => None,
         };
-        let hasher = match &gate {
-            Some(gate) => gate.hasher().clone(),
-            None => seeded_hasher(self.seed.unwrap_or_else(random_seed)),
+        let seed = match &gate {
+            Some(gate) => gate.seed(),
+            None => self.seed.unwrap_or_else(random_seed),
         };
         let split = match self.policy {
             AdmissionPolicy::S3Fifo => Some(Arc::new(
@@ -636,7 +637,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
                 stripes,
                 self.failure_ttl.map(|ttl| (ticks(ttl), (entries / 8).max(64))),
             ),
-            hasher,
+            hashing: Hashing::new(seed),
             policy: self.policy,
             capacity,
             weigher: self.weigher,

@@ -150,25 +150,37 @@ where
     /// ```
     pub fn and_compute_with(self, f: impl FnOnce(Option<&V>) -> Op<V>) -> Computed<V> {
         let cache = self.cache;
-        let hash = cache.hasher.hash_one(self.key);
+        let keys = cache.hashing.keys();
+        let hash = keys.hash(self.key);
         if cache.loads.keeps_failures() {
             cache.loads.end_failure(hash, self.key);
         }
-        let write = Write {
+        let mut write = Write {
             hash,
             weight: 1,
             span: None,
             gate: cache.gate.as_ref(),
             expiry: &cache.expiry,
             load: None,
+            keys,
         };
         let mut leftovers = cache.leftovers();
+        let weigh = |key: &K, value: &V| (cache.weigh(key, value), cache.span_of(key, value));
+        let mut held = cache.shard(hash).write();
+        while !cache.hashing.is_current(write.keys) {
+            // A restore replaced the hasher (see `hashing.rs`): hash again.
+            drop(held);
+            write.keys = cache.hashing.keys();
+            write.hash = write.keys.hash(self.key);
+            held = cache.shard(write.hash).write();
+        }
+        let hash = write.hash;
         let outcome = if broken::SPLIT_COMPUTE {
             // Reads the value in one hold of the lock and writes in another: a write in
             // between is lost.
-            let seen = cache.shard(hash).read().peek(hash, self.key);
+            let seen = held.peek(hash, self.key);
+            drop(held);
             let decide = |_: Option<&V>| f(seen.as_ref());
-            let weigh = |key: &K, value: &V| (cache.weigh(key, value), cache.span_of(key, value));
             cache.shard(hash).write().compute(
                 hash,
                 self.key,
@@ -179,8 +191,7 @@ where
                 &mut leftovers,
             )
         } else {
-            let weigh = |key: &K, value: &V| (cache.weigh(key, value), cache.span_of(key, value));
-            cache.shard(hash).write().compute(hash, self.key, Q::to_owned, f, weigh, &write, &mut leftovers)
+            held.compute(hash, self.key, Q::to_owned, f, weigh, &write, &mut leftovers)
         };
         let keep = cache.listener.is_some();
         let computed = match outcome {

@@ -141,7 +141,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         E: Clone + Send + Sync + 'static,
     {
-        let hash = self.hasher.hash_one(key);
+        let hash = self.hashing.hash(key);
         // The hit inline, as a `get`'s; the rest out of line.
         self.look(hash, key, Ok, |looked| self.load_with(key, hash, looked.stale(), make))
     }
@@ -216,7 +216,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
     {
-        let hash = self.hasher.hash_one(key);
+        let hash = self.hashing.hash(key);
         // The hit before any other future is made: it completes with no state but this.
         let stale = match self.look(hash, key, Ok, |looked| Err(looked.stale())) {
             Ok(value) => return value,
@@ -261,7 +261,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         E: Clone + Send + Sync + 'static,
     {
-        let hash = self.hasher.hash_one(key);
+        let hash = self.hashing.hash(key);
         let stale = match self.look(hash, key, Ok, |looked| Err(looked.stale())) {
             Ok(value) => return Ok(value),
             Err(stale) => stale,
@@ -453,7 +453,7 @@ where
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         E: Clone + Send + Sync + 'static,
     {
-        let hash = self.hasher.hash_one(key);
+        let hash = self.hashing.hash(key);
         self.look(hash, key, Ok, |looked| match looked {
             Looked::Stale(old) if self.spawner.is_some() => {
                 Ok(self.refresh_in_background(key, hash, old, async move { make() }))
@@ -504,7 +504,7 @@ where
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         E: Clone + Send + Sync + 'static,
     {
-        let hash = self.hasher.hash_one(key);
+        let hash = self.hashing.hash(key);
         let stale = match self.look(hash, key, Ok, Err) {
             Ok(value) => return Ok(value),
             Err(Looked::Stale(old)) if self.spawner.is_some() => {
@@ -563,12 +563,16 @@ where
         let cache = &*self.cache;
         let mut leftovers = cache.leftovers();
         // The key moves from the map into the cache in one hold of the map's stripe, so
-        // that a caller that misses meanwhile finds the load. The weigher, the lifetime
-        // and the clone run first: if one panics, the load is still in the map, to be
-        // handed on.
+        // that a caller that misses meanwhile finds the load. The weigher, the lifetime,
+        // the key's hash and the clone run first: if one panics, the load is still in the
+        // map, to be handed on.
         let stored = cache.loads.with_slot(hash, &self.load, |slot| {
             let key = &slot.get().key;
             let (weight, span) = (cache.weigh(key, &value), cache.span_of(key, &value));
+            // The hasher the load's hash is by, unless a restore replaced it since (then the
+            // value is not stored, as after a clear).
+            let keys = cache.hashing.keys();
+            let current = keys.hash(key) == hash;
             let stored = value.clone();
             let (slot, _) = slot.remove();
             leftovers.unkept = Some((slot.key, stored));
@@ -579,8 +583,11 @@ where
                 gate: cache.gate.as_ref(),
                 expiry: &cache.expiry,
                 load: Some(ticket),
+                keys,
             };
-            let _ = cache.insert_into_shard(&write, &mut leftovers);
+            if current {
+                let _ = cache.insert_into_shard(&write, &mut leftovers);
+            }
         });
         (self.registered, self.finished) = (false, true);
         // Out of the map, the load can gain no caller: if none holds it, none waits.

@@ -65,9 +65,11 @@ pub use self::policy::AdmissionPolicy;
 use self::policy::Removed;
 pub use self::refresh::Reload;
 use self::shard::{Counters, Leftovers, Looked, Shard, Write};
+use crate::broken;
 #[cfg(feature = "metrics")]
 use crate::gate::GateStats;
 use crate::gate::SeenBefore;
+use crate::hashing::Hashing;
 use crate::primitive::{AtomicU64, Ordering, Tally};
 
 /// Default gate size under [`AdmissionPolicy::SecondHit`], in cache entries: how many
@@ -206,7 +208,8 @@ pub struct AdmissionCache<K, V> {
     shards: Box<[ShardSlot<K, V>]>,
     /// The shared gate, under [`AdmissionPolicy::SecondHit`] only.
     gate: Option<SeenBefore>,
-    hasher: ahash::RandomState,
+    /// The hasher every key goes by (a restore may adopt the saved cache's).
+    hashing: Hashing,
     policy: AdmissionPolicy,
     capacity: u64,
     weigher: Option<Weigher<K, V>>,
@@ -274,7 +277,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
-        self.get_hashed(self.hasher.hash_one(key), key)
+        self.get_hashed(self.hashing.hash(key), key)
     }
 
     /// [`get`](Self::get) of a key whose hash is known. An expired entry is a miss.
@@ -441,7 +444,8 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// An insert, with `span` if given (else the entry's own from `expire_after`, or the
     /// cache's).
     fn write(&self, key: K, value: V, span: Option<Span>) -> Admission {
-        let hash = self.hasher.hash_one(&key);
+        let keys = self.hashing.keys();
+        let hash = keys.hash(&key);
         if self.loads.keeps_failures() {
             self.loads.end_failure(hash, &key);
         }
@@ -452,6 +456,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
             gate: self.gate.as_ref(),
             expiry: &self.expiry,
             load: None,
+            keys,
         };
         let mut leftovers = self.leftovers();
         leftovers.unkept = Some((key, value));
@@ -461,12 +466,33 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     }
 
     /// [`Shard::insert`] under the key's shard's write lock, with the hits that lock has
-    /// counted (S3-FIFO's climber measures the hit ratio by them).
+    /// counted (S3-FIFO's climber measures the hit ratio by them). A write hashed by a
+    /// hasher that a restore replaced meanwhile hashes again; a load's store is dropped
+    /// (see `hashing.rs`).
     #[inline]
     fn insert_into_shard(&self, write: &Write<'_>, out: &mut Leftovers<K, V>) -> Admission {
         let mut held = self.shard(write.hash).write();
+        if !self.hashing.is_current(write.keys) && !broken::UNCHECKED_HASHER {
+            drop(held);
+            return self.insert_rehashed(write, out);
+        }
         let hits = held.hits();
         held.insert(write, hits, out)
+    }
+
+    /// [`insert_into_shard`](Self::insert_into_shard) of a write whose hasher was replaced.
+    #[cold]
+    #[inline(never)]
+    fn insert_rehashed(&self, write: &Write<'_>, out: &mut Leftovers<K, V>) -> Admission {
+        match (&out.unkept, write.load) {
+            (Some((key, _)), None) => {
+                let keys = self.hashing.keys();
+                let write = Write { hash: keys.hash(key), keys, ..*write };
+                self.insert_into_shard(&write, out)
+            }
+            // A load that began before the restore: its value is not stored.
+            _ => Admission::Rejected,
+        }
     }
 
     /// Somewhere for a write to leave what it removes.
@@ -520,7 +546,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
-        let hash = self.hasher.hash_one(key);
+        let hash = self.hashing.hash(key);
         self.shard(hash).read().peek(hash, key)
     }
 
@@ -542,7 +568,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
-        let hash = self.hasher.hash_one(key);
+        let hash = self.hashing.hash(key);
         self.shard(hash).read().contains(hash, key)
     }
 
@@ -567,7 +593,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
-        let hash = self.hasher.hash_one(key);
+        let hash = self.hashing.hash(key);
         if self.loads.keeps_failures() {
             self.loads.end_failure(hash, key);
         }

@@ -18,6 +18,7 @@
 //! | 8 | capacity |
 //! | 8 | shards |
 //! | 8 | the cache's hash of the `u64` [`HASH_CHECK_KEY`]: filters hashed alike can be taken over |
+//! | 8 | from version 5, the cache's hash seed (the hash above checks it) |
 //! | 8 | wall-clock time of the save, in milliseconds since 1970 |
 //! | 8 | S3-FIFO's small-queue target (0 under the other policies) |
 //! | 1 + | 1 and S3-FIFO's recent evictions (sampling rate, then two ghost tables), or 0 |
@@ -32,14 +33,18 @@
 //! to the end of its grace (its deadline, if it has none), its stale window and its grace.
 //!
 //! A restore reads one block at a time (its memory grows only as the stream delivers
-//! bytes), hashes each key with this cache's hasher and puts it in its shard, newest last,
-//! with its requests and what is left of its lifetime by the wall clock: so the time spent
-//! down counts, and an entry whose grace ended meanwhile is dropped. The cache may have
-//! another capacity, shard count or policy: entries re-shard, and a smaller cache evicts
-//! by its policy as they come (S3-FIFO, given each block least requested first, keeps
-//! those requested most; an exact LRU the most recent). The gate's and the ghosts'
-//! filters are taken over when they hash alike (the same `seed`) and are sized alike (the
-//! same capacity, and for ghosts the same shard count); they are hints, otherwise dropped.
+//! bytes) and hashes as the saved cache did: it adopts the saved seed (see `hashing.rs`),
+//! so each entry goes back to the shard it was saved from, and the gate's and the ghosts'
+//! filters, which remember hashes, are taken over when sized alike (the same capacity,
+//! and for ghosts the same shard count; they are hints, otherwise dropped).
+//! [`AdmissionCache::restore_rekeyed`] keeps the cache's own seed instead, and re-shards.
+//! Each entry is put back newest last, with its requests and what is left of its
+//! lifetime by the wall clock: so the time spent down counts. The cache may have another
+//! capacity, shard count or policy: a smaller cache evicts by its policy as entries come
+//! (S3-FIFO, given each block least requested first, keeps those requested most; an exact
+//! LRU the most recent). Every entry of the file that the cache does not keep is told to
+//! the listener: evicted (to make room, or too heavy for its shard) or expired (its grace
+//! ended while the cache was down).
 
 use std::hash::Hash;
 use std::io::{self, Read, Write};
@@ -48,9 +53,11 @@ use std::time::{Duration, Instant};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::listener::{report, RemovalCause};
 use super::policy::{Removed, SharedSplit};
 use super::shard::{Exported, Left};
 use super::{AdmissionCache, AdmissionPolicy, MAX_SHARDS};
+use crate::filter::seeded_hasher;
 use crate::gate::SeenBefore;
 use crate::primitive::Ordering;
 use crate::snapshot::{Decoder, Encoder, Kind, SnapshotError, HASH_CHECK_KEY};
@@ -73,11 +80,12 @@ pub struct Saved {
 pub struct Restored {
     /// Entries held now.
     pub entries: u64,
-    /// Entries whose lifetime (and grace) ended while the cache was down: dropped, and not
-    /// told to the listener (they never entered this cache).
+    /// Entries whose lifetime (and grace) ended while the cache was down: not kept, and
+    /// told to the listener as [`Expired`](super::RemovalCause::Expired).
     pub expired: u64,
-    /// Entries this cache could not keep: too heavy for its shards, or evicted by those
-    /// restored after them (a smaller cache).
+    /// Entries evicted by the restore (a smaller cache, or a shard overfilled by another
+    /// hash seed), or too heavy for their shard: told to the listener as
+    /// [`Evicted`](super::RemovalCause::Evicted).
     pub dropped: u64,
     /// Bytes read.
     pub bytes: u64,
@@ -233,7 +241,9 @@ where
         })?;
         e.u64(self.capacity)?;
         e.usize(self.shards.len())?;
-        e.u64(self.hasher.hash_one(HASH_CHECK_KEY))?;
+        let keys = self.hashing.keys();
+        e.u64(keys.hash(&HASH_CHECK_KEY))?;
+        e.u64(keys.seed())?;
         e.u64(self.expiry.clock.wall_millis())?;
         let (small, recent) = match self.shards[0].read().split() {
             Some(split) => {
@@ -293,16 +303,27 @@ where
 
     /// Replaces the cache's contents with what [`save`](Self::save) wrote: the entries,
     /// each put back in its key's shard with its place in the eviction order, its requests,
-    /// and what is left of its lifetime by the wall clock (an entry whose lifetime and
-    /// grace ended while the cache was down is dropped, and not told to the listener).
-    /// This cache may have another capacity, shard count or policy than the one saved: a
-    /// smaller one evicts by its policy as the entries come (S3-FIFO, given them least
-    /// requested first, keeps those requested most; an exact LRU the most recent). The
-    /// gate's and the ghosts' filters are taken over when they hash alike (build both
-    /// caches with the same [`seed`](super::AdmissionCacheBuilder::seed)) and are sized
-    /// alike. What the cache
-    /// held before is cleared (and told to the listener as cleared); entries the file
-    /// cannot restore are not.
+    /// and what is left of its lifetime by the wall clock. The cache adopts the saved
+    /// cache's hash seed, whatever it was built with: each entry goes back to the shard it
+    /// was saved from, and the gate's and the ghosts' filters (which remember hashes) are
+    /// taken over when sized alike; [`restore_rekeyed`](Self::restore_rekeyed) keeps this
+    /// cache's seed instead. This cache may have another capacity, shard count or policy
+    /// than the one saved: a smaller one evicts by its policy as the entries come
+    /// (S3-FIFO, given them least requested first, keeps those requested most; an exact
+    /// LRU the most recent).
+    ///
+    /// Nothing is dropped unnamed: what the cache held before is told to the listener as
+    /// [`Cleared`](super::RemovalCause::Cleared); an entry of the file whose lifetime and
+    /// grace ended while the cache was down as [`Expired`](super::RemovalCause::Expired)
+    /// (counted in [`Restored::expired`]); one the cache cannot keep, evicted to make room
+    /// or too heavy for its shard, as [`Evicted`](super::RemovalCause::Evicted) (counted in
+    /// [`Restored::dropped`]). An integration whose entries live elsewhere too (a disk
+    /// store) purges those. Other threads may use the cache meanwhile: a write that races
+    /// the restore is kept or cleared, never lost unnamed.
+    ///
+    /// A saved file carries the hash seed, which is what keeps keys crafted to collide
+    /// from colliding: keep it as private as the cache's contents (see the README's
+    /// section on security).
     ///
     /// The bytes are untrusted: every length is checked against the input before memory is
     /// given to it (a restore allocates in proportion to the bytes read, one shard's block
@@ -328,10 +349,49 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn restore<R: Read + ?Sized>(&self, reader: &mut R) -> Result<Restored, SnapshotError> {
+        self.restore_hashing(reader, true)
+    }
+
+    /// As [`restore`](Self::restore), but the cache keeps its own hasher rather than adopt
+    /// the saved cache's: for a service that wants a fresh seed at each start (say, after
+    /// the file may have been read by someone else). Every key is hashed anew, so the
+    /// entries move to other shards: it is slower, a full cache re-sharded may overfill
+    /// some shards (what they cannot hold is evicted, told to the listener and counted in
+    /// [`Restored::dropped`]), and the gate's and the ghosts' filters, which remember
+    /// hashes rather than keys, start empty.
+    ///
+    /// # Errors
+    ///
+    /// As [`restore`](Self::restore).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::AdmissionCache;
+    ///
+    /// let cache: AdmissionCache<u64, u64> = AdmissionCache::builder().capacity(100).build()?;
+    /// let _ = cache.insert(1, 1);
+    /// let mut file = Vec::new();
+    /// cache.save(&mut file)?;
+    /// let restarted: AdmissionCache<u64, u64> = AdmissionCache::builder().capacity(100).build()?;
+    /// assert_eq!(restarted.restore_rekeyed(&mut file.as_slice())?.entries, 1);
+    /// assert_eq!(restarted.get(&1), Some(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn restore_rekeyed<R: Read + ?Sized>(&self, reader: &mut R) -> Result<Restored, SnapshotError> {
+        self.restore_hashing(reader, false)
+    }
+
+    /// [`restore`](Self::restore), adopting the saved cache's hasher if `adopt`.
+    fn restore_hashing<R: Read + ?Sized>(
+        &self,
+        reader: &mut R,
+        adopt: bool,
+    ) -> Result<Restored, SnapshotError> {
         let start = Instant::now();
         self.clear();
         let mut counted = Counted { inner: reader, bytes: 0 };
-        match self.restore_from(&mut counted) {
+        match self.restore_from(&mut counted, adopt) {
             Ok(mut restored) => {
                 (restored.bytes, restored.duration) = (counted.bytes, start.elapsed());
                 self.persisted.restored(&restored);
@@ -345,7 +405,7 @@ where
     }
 
     /// [`restore`](Self::restore)'s reading and putting back.
-    fn restore_from<R: Read + ?Sized>(&self, reader: &mut R) -> Result<Restored, SnapshotError> {
+    fn restore_from<R: Read + ?Sized>(&self, reader: &mut R, adopt: bool) -> Result<Restored, SnapshotError> {
         let inconsistent = SnapshotError::inconsistent;
         let mut d = Decoder::new(reader, Kind::Cache)?;
         let policy = d.u8()?;
@@ -354,7 +414,17 @@ where
         if policy > 2 || capacity == 0 || shards == 0 || shards > MAX_SHARDS {
             return Err(inconsistent("cache policy, capacity or shard count"));
         }
-        let alike = d.u64()? == self.hasher.hash_one(HASH_CHECK_KEY);
+        let check = d.u64()?;
+        if d.version() >= 5 {
+            let seed = d.u64()?;
+            if seeded_hasher(seed).hash_one(HASH_CHECK_KEY) != check {
+                return Err(inconsistent("cache hash seed"));
+            }
+            if adopt {
+                self.rekey(seed);
+            }
+        }
+        let alike = check == self.hashing.hash(&HASH_CHECK_KEY);
         let elapsed = self.expiry.clock.wall_millis().saturating_sub(d.u64()?);
         let small = d.u64()?;
         let recent = match d.u8()? {
@@ -372,7 +442,7 @@ where
         // that those evicted to make room are those the policy would give up first.
         let by_requests = self.policy == AdmissionPolicy::S3Fifo && self.capacity < capacity;
         let mut entries = Vec::new();
-        let (mut total, mut expired, mut block) = (0u64, 0, Vec::new());
+        let (mut total, mut expired, mut dropped, mut block) = (0u64, 0, 0, Vec::new());
         for i in 0..shards {
             match d.u8()? {
                 0 => {}
@@ -386,6 +456,7 @@ where
             }
             let count = d.u64()?;
             let len = d.usize("cache block length")?;
+            let mut removed = Removed::new(self.listener.is_some());
             read_block(&mut d, len, &mut block)?;
             let mut rest = block.as_slice();
             for _ in 0..count {
@@ -412,6 +483,7 @@ where
                 if flags & TIMED != 0 && lifetime.is_none() {
                     // Its lifetime and grace ended while the cache was down.
                     expired += 1;
+                    removed.push((key, value), RemovalCause::Expired);
                     continue;
                 }
                 // Weighed again by this cache's weigher: the weight written is its own.
@@ -421,14 +493,17 @@ where
                 if by_requests {
                     entries.push(entry);
                 } else {
-                    self.put_back(entry);
+                    self.put_back(entry, &mut removed);
                 }
             }
             if !rest.is_empty() {
                 return Err(inconsistent("bytes past a block's entries"));
             }
             entries.sort_by_key(|entry| entry.freq);
-            entries.drain(..).for_each(|entry| self.put_back(entry));
+            entries.drain(..).for_each(|entry| self.put_back(entry, &mut removed));
+            // What the block could not keep is told to the listener now, no lock held.
+            dropped += removed.evicted;
+            self.report_removed(std::mem::replace(&mut removed, Removed::new(self.listener.is_some())));
         }
         if d.u64()? != total {
             return Err(inconsistent("cache entry count"));
@@ -443,33 +518,42 @@ where
         if let (Some(recent), Some(split), true) = (recent, self.shards[0].read().split(), alike) {
             split.adopt_recent(recent);
         }
-        let entries = self.len() as u64;
         Ok(Restored {
-            entries,
+            entries: self.len() as u64,
             expired,
-            dropped: (total - expired).saturating_sub(entries),
+            dropped: dropped as u64,
             bytes: 0,
             duration: Duration::ZERO,
         })
     }
 
-    /// Puts back one entry of a save in its key's shard (weighed first, no lock held;
-    /// what it evicts drops after the lock is released, told to no one).
-    fn put_back(&self, entry: Exported<K, V>) {
-        let hash = self.hasher.hash_one(&entry.key);
+    /// Hashes by `seed` from now on (the gate too), emptying every shard in the same hold
+    /// of all their write locks: an entry written since the restore's clear, hashed by the
+    /// old hasher, would be found by no one (see `hashing.rs`). What it empties is told to
+    /// the listener as cleared.
+    fn rekey(&self, seed: u64) {
+        if self.hashing.keys().seed() == seed {
+            return;
+        }
+        let mut held: Vec<_> = self.shards.iter().map(|shard| shard.write()).collect();
+        self.hashing.replace(seed);
+        if let Some(gate) = &self.gate {
+            gate.rekey(seed);
+        }
+        let emptied: Vec<_> = held.iter_mut().map(|shard| shard.clear()).collect();
+        drop(held);
+        let cleared = emptied.into_iter().flat_map(|store| store.into_entries());
+        report(self.listener.as_ref(), cleared.map(|(key, value)| (key, value, RemovalCause::Cleared)));
+    }
+
+    /// Puts back one entry of a save in its key's shard (weighed first, no lock held);
+    /// what it evicts, and the entry itself if too heavy for the shard, go to `removed`.
+    fn put_back(&self, entry: Exported<K, V>, removed: &mut Removed<K, V>) {
+        let hash = self.hashing.hash(&entry.key);
         let weight = self.weigh(&entry.key, &entry.value);
         let now = self.expiry.clock.now();
-        let mut removed = Removed::new(false);
         let held = Exported { weight, ..entry };
-        let _ = self.shard(hash).write().import(
-            held,
-            hash,
-            weight,
-            now,
-            &self.expiry,
-            self.gate.as_ref(),
-            &mut removed,
-        );
+        self.shard(hash).write().import(held, hash, weight, now, &self.expiry, self.gate.as_ref(), removed);
     }
 
     /// Empties every shard, telling no one: what a failed restore put back.

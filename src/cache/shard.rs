@@ -25,6 +25,7 @@ use crate::error::BuildError;
 #[cfg(feature = "metrics")]
 use crate::gate::GateStats;
 use crate::gate::SeenBefore;
+use crate::hashing::Keys;
 
 /// Per-shard counters, written under the shard's write lock.
 #[derive(Clone, Copy, Debug, Default)]
@@ -75,6 +76,7 @@ impl<K, V> Leftovers<K, V> {
 }
 
 /// What an insert stores, and under which rules.
+#[derive(Clone, Copy)]
 pub(crate) struct Write<'a> {
     pub(crate) hash: u64,
     pub(crate) weight: u32,
@@ -85,6 +87,8 @@ pub(crate) struct Write<'a> {
     /// The load this write stores the value of ([`Shard::begin_load`]'s ticket): stored
     /// only if no write to the key came since the load began.
     pub(crate) load: Option<usize>,
+    /// The hasher `hash` is by (see `hashing.rs`).
+    pub(crate) keys: &'a Keys,
 }
 
 #[cfg(feature = "serde")]
@@ -774,7 +778,8 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     /// Puts back an entry a save copied (see [`Shard::export`]), as the newest of its
     /// queue, with its requests and, ending at `now` plus what was `left` of it, its
     /// lifetime; no admission (it was admitted once). A key already held gives way to it.
-    /// Whether it is stored (it may be too heavy, or evicted by a heavier shard).
+    /// What it evicts goes to `out`, and so does the entry itself (as evicted) if it weighs
+    /// more than the shard holds.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn import(
         &mut self,
@@ -785,9 +790,11 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         expiry: &Expiry,
         gate: Option<&SeenBefore>,
         out: &mut Removed<K, V>,
-    ) -> bool {
+    ) {
+        let evicted = out.evicted;
         if u64::from(weight) > self.policy.capacity {
-            return false;
+            out.push((entry.key, entry.value), RemovalCause::Evicted);
+            return;
         }
         if let Some(index) = self.store.find(hash, &entry.key) {
             let old = self.store.remove(index);
@@ -815,7 +822,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         self.counters.admitted += 1;
         // The entry just stored is spared: it weighs no more than the shard holds.
         self.policy.evict(&mut self.store, Some(index), gate, now, out);
-        true
+        self.counters.evictions += (out.evicted - evicted) as u64;
     }
 
     /// Empties the shard, handing back what it held to be dropped after the lock is

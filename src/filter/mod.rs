@@ -305,11 +305,6 @@ impl CuckooFilter {
         }
     }
 
-    /// The hasher behind [`hash`](Self::hash).
-    pub(crate) fn hasher(&self) -> &ahash::RandomState {
-        &self.hasher
-    }
-
     /// The 64-bit hash this filter places `key` by; the `*_hashed` methods take it.
     #[inline]
     pub(crate) fn hash<T: Hash + ?Sized>(&self, key: &T) -> u64 {
