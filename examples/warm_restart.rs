@@ -9,15 +9,18 @@
 //! **Hit ratio after a restart.** Each trace (a generated one without `--trace`) is
 //! replayed into a cache of 5% of its distinct keys (in objects; `--capacity-pct` sets the
 //! share), a miss inserting the key. At half the trace the cache is saved; the next 10% of
-//! the requests are then replayed three ways: by the same cache (uninterrupted), by a new
-//! cache built alike that restored the save (restored), and by a new empty one (cold). Each
-//! policy, with the same seed.
+//! the requests are then replayed five ways: by the same cache (uninterrupted), by a new
+//! cache built alike that restored the save (restored), by a new empty one (cold), and by
+//! a cache of twice the capacity, restored and cold. Every cache has a random seed, as a
+//! service's has.
 //!
 //! **Cost.** A cache of 1M `u64 -> u64` entries (random keys and values: postcard's
 //! varints at their longest) is saved to a file in the temporary folder while 2 threads
-//! read and write it, and restored into a new cache; median of 5 each. The file's size is
-//! set beside the entries' raw bytes (16 per entry), and a counting allocator gives the
-//! restore's peak memory beside the restored cache's.
+//! read and write it, and restored into a new cache with a random seed (adopting the
+//! saved one), and, for comparison, re-keyed (`restore_rekeyed`) and into a cache built
+//! with the saved cache's seed; median of 5 each. The file's size is set beside the
+//! entries' raw bytes (16 per entry), and a counting allocator gives the restore's peak
+//! memory beside the restored cache's.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::fs::File;
@@ -83,8 +86,7 @@ fn usage(problem: &str) -> ! {
 }
 
 fn cache(policy: AdmissionPolicy, capacity: u64) -> AdmissionCache<u64, u32> {
-    let builder = AdmissionCache::builder().capacity(capacity).admission(policy).seed(7);
-    builder.build().expect("a valid configuration")
+    AdmissionCache::builder().capacity(capacity).admission(policy).build().expect("a valid configuration")
 }
 
 /// Replays `requests` (a miss inserts the key); the hits.
@@ -107,8 +109,8 @@ fn hit_ratios(name: &str, requests: &[Request], pct: f64) {
     let after = &requests[half..half + next];
     println!("\n## {name}: {} requests, a cache of {capacity} objects ({pct}%)", requests.len());
     println!("hit ratio over requests {half}..{} (the 10% after a restart at half)\n", half + next);
-    println!("| policy | uninterrupted | restored | restored / uninterrupted | cold | saved |");
-    println!("|---|---|---|---|---|---|");
+    println!("| policy | uninterrupted | restored | restored / uninterrupted | cold | 2x restored | 2x cold | saved |");
+    println!("|---|---|---|---|---|---|---|---|");
     for (label, policy) in POLICIES {
         let first = cache(policy, capacity);
         replay(&first, &requests[..half]);
@@ -120,25 +122,51 @@ fn hit_ratios(name: &str, requests: &[Request], pct: f64) {
         restarted.restore(&mut saved.as_slice()).expect("the save restores");
         let restored = replay(&restarted, after) as f64 / next as f64;
         let cold = replay(&cache(policy, capacity), after) as f64 / next as f64;
+        let larger = cache(policy, 2 * capacity);
+        larger.restore(&mut saved.as_slice()).expect("the save restores");
+        let larger = replay(&larger, after) as f64 / next as f64;
+        let larger_cold = replay(&cache(policy, 2 * capacity), after) as f64 / next as f64;
         println!(
-            "| {label} | {uninterrupted:.4} | {restored:.4} | {:.3} | {cold:.4} | {} KiB |",
+            "| {label} | {uninterrupted:.4} | {restored:.4} | {:.3} | {cold:.4} | {larger:.4} | {larger_cold:.4} | {} KiB |",
             restored / uninterrupted,
             saved.len() / 1024
         );
     }
 }
 
-fn big_cache() -> AdmissionCache<u64, u64> {
-    AdmissionCache::builder().capacity(ENTRIES).build().expect("a valid configuration")
+fn big_cache(seed: Option<u64>) -> AdmissionCache<u64, u64> {
+    let builder = AdmissionCache::builder().capacity(ENTRIES);
+    match seed {
+        Some(seed) => builder.seed(seed),
+        None => builder,
+    }
+    .build()
+    .expect("a valid configuration")
 }
+
+/// How a restore in [`cost`] hashes.
+#[derive(Clone, Copy, PartialEq)]
+enum Into {
+    /// A cache with a random seed, adopting the saved one (`restore`).
+    Adopting,
+    /// A cache with a random seed, keeping it (`restore_rekeyed`).
+    Rekeyed,
+    /// A cache built with the saved cache's seed.
+    SameSeed,
+}
+
+/// The saved cache's seed, for the restore into a cache built with it.
+const SEED: u64 = 7;
 
 fn cost() {
     let path = std::env::temp_dir().join(format!("cuckoo-gate-warm-restart-{}.bin", std::process::id()));
-    let cache = big_cache();
+    let cache = big_cache(Some(SEED));
     (0..ENTRIES).for_each(|i| _ = cache.insert(key(i), key(i + ENTRIES)));
     let shards = cache.shards();
     println!("\n## 1M u64 -> u64 entries ({} held, {shards} shards)", cache.len());
-    let (mut saves, mut restores, mut bytes, mut entries) = (Vec::new(), Vec::new(), 0, 0);
+    let ways = [Into::Adopting, Into::Rekeyed, Into::SameSeed];
+    let (mut saves, mut restores, mut bytes, mut entries) = (Vec::new(), vec![Vec::new(); 3], 0, [0; 3]);
+    let mut dropped = [0; 3];
     let (mut held, mut peaks) = (Vec::new(), Vec::new());
     for round in 0..ROUNDS {
         let stop = AtomicBool::new(false);
@@ -165,21 +193,31 @@ fn cost() {
             saves.push(saved.duration.as_secs_f64() * 1e3);
             bytes = saved.bytes;
         });
-        let restarted = big_cache();
-        let base = NOW.load(Ordering::Relaxed);
-        PEAK.store(base, Ordering::Relaxed);
-        let mut file = BufReader::new(File::open(&path).expect("the file just written"));
-        let restored = restarted.restore(&mut file).expect("the save restores");
-        restores.push(restored.duration.as_secs_f64() * 1e3);
-        entries = restored.entries;
-        drop(file);
-        let after = NOW.load(Ordering::Relaxed);
-        held.push((after - base) as f64);
-        peaks.push((PEAK.load(Ordering::Relaxed) - base) as f64);
+        // The three ways in turn, starting each round from another.
+        for i in 0..ways.len() {
+            let w = (round + i) % ways.len();
+            let restarted = big_cache(if ways[w] == Into::SameSeed { Some(SEED) } else { None });
+            let base = NOW.load(Ordering::Relaxed);
+            PEAK.store(base, Ordering::Relaxed);
+            let mut file = BufReader::new(File::open(&path).expect("the file just written"));
+            let restored = match ways[w] {
+                Into::Rekeyed => restarted.restore_rekeyed(&mut file),
+                _ => restarted.restore(&mut file),
+            }
+            .expect("the save restores");
+            restores[w].push(restored.duration.as_secs_f64() * 1e3);
+            (entries[w], dropped[w]) = (restored.entries, restored.dropped);
+            drop(file);
+            if ways[w] == Into::Adopting {
+                let after = NOW.load(Ordering::Relaxed);
+                held.push((after - base) as f64);
+                peaks.push((PEAK.load(Ordering::Relaxed) - base) as f64);
+            }
+        }
     }
     let _ = std::fs::remove_file(&path);
     let mib = |b: f64| b / (1 << 20) as f64;
-    let raw = entries as f64 * 16.0;
+    let raw = entries[0] as f64 * 16.0;
     let (held, peak) = (median(held), median(peaks));
     println!("| | median of {ROUNDS} | spread |");
     println!("|---|---|---|");
@@ -192,13 +230,22 @@ fn cost() {
         median(saves.clone()),
         spread(&saves)
     );
-    println!("| restore ({entries} entries) | {:.0} ms | {} |", median(restores.clone()), spread(&restores));
+    let labels = ["another seed (adopts the saved one)", "another seed, re-keyed", "the saved cache's seed"];
+    for (w, label) in labels.iter().enumerate() {
+        println!(
+            "| restore into a cache with {label}: {} entries, {} dropped | {:.0} ms | {} |",
+            entries[w],
+            dropped[w],
+            median(restores[w].clone()),
+            spread(&restores[w])
+        );
+    }
     println!(
         "| file | {:.1} MiB, {:.2}x the entries' raw {:.1} MiB, {:.1} bytes per entry | |",
         mib(bytes as f64),
         bytes as f64 / raw,
         mib(raw),
-        bytes as f64 / entries as f64
+        bytes as f64 / entries[0] as f64
     );
     println!(
         "| restore's peak memory | {:.1} MiB: the restored cache's {:.1} MiB + {:.1} MiB ({:.2} of its {shards} shards) | |",
