@@ -155,7 +155,7 @@ pub mod snapshot;
 pub use cache::{
     Admission, AdmissionCache, AdmissionCacheBuilder, AdmissionPolicy, CacheStats, Clock, Computed, Entry,
     Lifetime, ManualClock, Op, Reload, RemovalCause, ASSUMED_MEAN_WEIGHT, DEFAULT_GATE_MULTIPLIER,
-    MAX_SHARDS,
+    MAX_ASSUMED_ENTRIES, MAX_SHARDS,
 };
 #[cfg(feature = "serde")]
 pub use cache::{Restored, Saved};

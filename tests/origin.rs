@@ -163,6 +163,29 @@ fn failures_are_kept_for_their_time_and_ended_by_a_write() {
     assert_eq!(cache.stats().failures_kept, 0);
 }
 
+#[cfg(feature = "serde")]
+#[test]
+fn a_clear_and_a_restore_end_kept_failures() {
+    let (cache, _hand) = with_clock::<u64>(|b| b.failure_ttl(secs(5)));
+    let mut saved = Vec::new();
+    cache.save(&mut saved).unwrap();
+    for end in ["clear", "restore"] {
+        assert_eq!(cache.try_get_or_insert_with(&1, || Err::<u64, &str>("down")), Err("down"));
+        assert_eq!(cache.stats().failures_kept, 1);
+        match end {
+            "clear" => cache.clear(),
+            _ => _ = cache.restore(&mut saved.as_slice()).unwrap(),
+        }
+        assert_eq!(cache.stats().failures_kept, 0, "{end}");
+        assert_eq!(
+            cache.try_get_or_insert_with(&1, || Ok::<_, &str>(7)),
+            Ok(7),
+            "{end}: the origin is asked"
+        );
+        cache.remove(&1);
+    }
+}
+
 #[test]
 fn kept_failures_are_bounded() {
     let (cache, _hand) = with_clock::<u64>(|b| b.failure_ttl(secs(5)));

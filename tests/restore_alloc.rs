@@ -6,7 +6,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use cuckoo_gate::CuckooFilter;
+use cuckoo_gate::{AdmissionCache, AdmissionPolicy, CuckooFilter};
 use proptest::prelude::*;
 
 struct Counting;
@@ -130,7 +130,6 @@ fn cache_snapshot(count: u64, len: u64, block: &[u8]) -> Vec<u8> {
 #[cfg(feature = "serde")]
 #[test]
 fn a_crafted_cache_snapshot_allocates_in_proportion_to_its_length() {
-    use cuckoo_gate::AdmissionCache;
     let cache: AdmissionCache<String, u64> = AdmissionCache::builder().capacity(16).build().unwrap();
     // One entry, "k1" -> 7: the key's length and bytes, the value, the flags.
     let entry = [2, b'k', b'1', 7, 0];
@@ -179,5 +178,23 @@ fn a_crafted_cache_snapshot_allocates_in_proportion_to_its_length() {
         let (peak, ok) = peak_of(|| s3fifo.restore(&mut bytes.as_slice()).is_ok());
         assert!(!ok, "{what}: restored");
         assert!(peak <= bound(bytes.len()), "{what}: {} bytes in, {peak} allocated", bytes.len());
+    }
+}
+
+#[test]
+fn a_weighed_cache_of_any_capacity_allocates_for_its_assumed_entries_only() {
+    // A capacity in bytes says nothing of the entries: without estimated_entries the cache
+    // sizes its ghosts for at most MAX_ASSUMED_ENTRIES, not for u64::MAX / 4096.
+    for policy in [AdmissionPolicy::S3Fifo, AdmissionPolicy::Always] {
+        let (peak, ok) = peak_of(|| {
+            AdmissionCache::<u64, Vec<u8>>::builder()
+                .capacity(u64::MAX)
+                .admission(policy)
+                .weigher(|_, value| value.len() as u32)
+                .build()
+                .is_ok()
+        });
+        assert!(ok, "{policy:?}: builds");
+        assert!(peak < 16 << 20, "{policy:?}: {peak} bytes for a cache of u64::MAX bytes");
     }
 }

@@ -30,6 +30,13 @@ use crate::primitive::Tally;
 /// assumes, to size what is sized by entries: a web object of 4 KiB, weighed in bytes.
 pub const ASSUMED_MEAN_WEIGHT: u64 = 4096;
 
+/// The most entries a weighted cache without
+/// [`estimated_entries`](AdmissionCacheBuilder::estimated_entries) assumes, whatever its
+/// capacity: 2^20, 4 GiB of objects of [`ASSUMED_MEAN_WEIGHT`]. A capacity in bytes says
+/// little of the entries (`u64::MAX` says nothing), so what is sized by entries is not
+/// allocated in proportion to it; give `estimated_entries` for a larger cache.
+pub const MAX_ASSUMED_ENTRIES: u64 = 1 << 20;
+
 /// Configures an [`AdmissionCache`]. Made by [`AdmissionCache::builder`].
 #[must_use]
 pub struct AdmissionCacheBuilder<K, V> {
@@ -185,8 +192,8 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
     /// About how many entries the cache will hold, a hint: the gate or the ghosts, and
     /// the default shard count, are sized from it (each shard's table grows with its
     /// entries whatever it says). Without a [`weigher`](Self::weigher) it is the capacity;
-    /// with one, the capacity over [`ASSUMED_MEAN_WEIGHT`]: give it when the mean weight
-    /// is far from that.
+    /// with one, the capacity over [`ASSUMED_MEAN_WEIGHT`], at most [`MAX_ASSUMED_ENTRIES`]:
+    /// give it when the mean weight is far from that, or the cache holds more entries.
     ///
     /// # Examples
     ///
@@ -433,9 +440,12 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
     /// `proxy_cache_valid` for errors): a fallible loader called for the key within it
     /// gets the error at once, without calling the origin. At most an eighth of the
     /// estimated entries (and at least 64) are kept at a time; [`get`](AdmissionCache::get)
-    /// never returns one, and an insert, compute or remove of the key ends it. Off by
-    /// default: a failure is shared by the callers waiting on its load, and the next caller
-    /// loads anew.
+    /// never returns one. A write to the key ends it: an insert (`insert`,
+    /// `insert_with_ttl`, `insert_with_lifetime`), a compute through
+    /// [`entry`](AdmissionCache::entry), a [`remove`](AdmissionCache::remove); and so do a
+    /// [`clear`](AdmissionCache::clear) and a restore (which clears first), for every key.
+    /// Off by default: a failure is shared by the callers waiting on its load, and the next
+    /// caller loads anew.
     ///
     /// # Examples
     ///
@@ -562,7 +572,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
             (_, Some(0)) => return Err(BuildError::ZeroSetting { setting: "estimated_entries" }),
             (_, Some(entries)) => entries,
             (None, None) => usize::try_from(capacity).unwrap_or(usize::MAX),
-            (Some(_), None) => usize::try_from((capacity / ASSUMED_MEAN_WEIGHT).max(1)).unwrap_or(usize::MAX),
+            (Some(_), None) => (capacity / ASSUMED_MEAN_WEIGHT).clamp(1, MAX_ASSUMED_ENTRIES) as usize,
         };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let most_shards = usize::try_from(capacity).unwrap_or(usize::MAX).min(MAX_SHARDS);

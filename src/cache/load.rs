@@ -417,6 +417,13 @@ impl<K, V> Loads<K, V> {
         });
     }
 
+    /// Ends every kept failure: a clear.
+    pub(crate) fn end_failures(&self) {
+        if self.keep.is_some() {
+            self.stripes.iter().for_each(|stripe| Self::sweep(&mut stripe.lock(), u64::MAX, &self.kept));
+        }
+    }
+
     /// The leader of `load` stores its value: runs `store` with the load's place in the
     /// map (its key), under the stripe's lock, so that the value can be stored before the
     /// load leaves the map. `None` if the load is no longer in the map (a panic took it
@@ -470,7 +477,7 @@ impl<K, V> Loads<K, V> {
         woken.into_iter().for_each(|(_, wake)| wake.wake());
     }
 
-    /// Drops a stripe's kept failures whose time ended by `now`.
+    /// Drops a stripe's kept failures whose time ended by `now` (all of them at `u64::MAX`).
     fn sweep(slots: &mut Slots<K, V>, now: u64, kept: &AtomicU64) {
         let before = slots.failures;
         slots.table.retain(|slot| match slot.failure {

@@ -51,7 +51,7 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
-pub use self::builder::{AdmissionCacheBuilder, ASSUMED_MEAN_WEIGHT};
+pub use self::builder::{AdmissionCacheBuilder, ASSUMED_MEAN_WEIGHT, MAX_ASSUMED_ENTRIES};
 pub use self::entry::{Computed, Entry, Op};
 use self::expiry::{ticks, Expiry, Span};
 pub use self::expiry::{Clock, Lifetime, ManualClock};
@@ -614,7 +614,9 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// other, and what it held is reported ([`RemovalCause::Cleared`]) and dropped after
     /// the lock is released. An insert that runs at the same time on a shard already
     /// cleared stays; loads in flight do not store their values (as after a
-    /// [`remove`](Self::remove)). Counters keep counting: a clear is not a new cache.
+    /// [`remove`](Self::remove)), and kept failures end (see
+    /// [`failure_ttl`](AdmissionCacheBuilder::failure_ttl)). Counters keep counting: a
+    /// clear is not a new cache.
     ///
     /// # Examples
     ///
@@ -629,6 +631,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     pub fn clear(&self) {
+        self.loads.end_failures();
         let mut panic = None;
         for shard in self.shards.iter() {
             let held = shard.write().clear();
