@@ -9,7 +9,7 @@ FILTER = ["items", "slots", "load_ratio", "memory_bytes", "false_positive_ratio"
 CACHE = ["hits_total", "misses_total", "admitted_total", "rejected_total", "evictions_total", "expirations_total",
          "entries", "weight", "capacity", "loads_total", "loads_coalesced_total", "load_failures_total", "load_waiters",
          "refreshes_total", "refresh_failures_total", "stale_served_total", "failures_shared_total",
-         "failures_cached_total", "failures_kept", "restored_entries_total", "restore_expired_total",
+         "failures_cached_total", "failures_kept", "restored_entries_total", "restore_expired_total", "restore_dropped_total",
          "saved_bytes_total", "restored_bytes_total", "last_save_seconds", "last_restore_seconds"]
 GATE = ["rotations_total", "memory_bytes"]
 LINE = re.compile(r'^(cuckoo_gate_\w+)\{name="(\w+)"\} (\S+)$')

@@ -102,6 +102,7 @@ pub(crate) const CACHE_EXPIRATIONS_TOTAL: &str = "cuckoo_gate_cache_expirations_
 pub(crate) const CACHE_WEIGHT: &str = "cuckoo_gate_cache_weight";
 pub(crate) const CACHE_RESTORED_ENTRIES_TOTAL: &str = "cuckoo_gate_cache_restored_entries_total";
 pub(crate) const CACHE_RESTORE_EXPIRED_TOTAL: &str = "cuckoo_gate_cache_restore_expired_total";
+pub(crate) const CACHE_RESTORE_DROPPED_TOTAL: &str = "cuckoo_gate_cache_restore_dropped_total";
 pub(crate) const CACHE_SAVED_BYTES_TOTAL: &str = "cuckoo_gate_cache_saved_bytes_total";
 pub(crate) const CACHE_RESTORED_BYTES_TOTAL: &str = "cuckoo_gate_cache_restored_bytes_total";
 pub(crate) const CACHE_LAST_SAVE_SECONDS: &str = "cuckoo_gate_cache_last_save_seconds";
@@ -196,6 +197,11 @@ pub(crate) fn describe() {
             CACHE_RESTORE_EXPIRED_TOTAL,
             Unit::Count,
             "Saved entries a restore dropped: their lifetime ended while the cache was down."
+        );
+        describe_counter!(
+            CACHE_RESTORE_DROPPED_TOTAL,
+            Unit::Count,
+            "Saved entries a restore did not keep: evicted to make room, or too heavy for their shard (told to the listener)."
         );
         describe_counter!(CACHE_SAVED_BYTES_TOTAL, Unit::Bytes, "Bytes written by saves of the contents.");
         describe_counter!(

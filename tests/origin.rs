@@ -54,6 +54,8 @@ fn a_hundred_threads_on_a_failing_key_make_one_origin_call() {
         assert!(got.iter().all(|g| *g == Err("origin down")), "{policy:?}: {got:?}");
         let stats = cache.stats();
         assert_eq!((stats.loads, stats.load_failures, stats.failures_shared), (1, 1, 99), "{policy:?}");
+        // Each caller missed; one load reached the origin.
+        assert_eq!(stats.misses, 100, "{policy:?}");
         assert_eq!(cache.get(&7), None);
     }
 }
@@ -184,6 +186,26 @@ fn a_clear_and_a_restore_end_kept_failures() {
         );
         cache.remove(&1);
     }
+}
+
+#[test]
+fn a_stale_value_replaced_by_its_reload_is_told_as_refreshed() {
+    let told = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (cache, hand) = with_clock::<u64>(|b| {
+        let told = told.clone();
+        b.refresh_after(secs(10))
+            .time_to_live(secs(60))
+            .eviction_listener(move |key, value, cause| told.lock().unwrap().push((key, value, cause)))
+    });
+    assert_eq!(cache.get_or_insert_with(&1, || 1), 1);
+    hand.advance(secs(10));
+    assert_eq!(cache.get_or_insert_with(&1, || 2), 2, "stale: reloaded by this caller");
+    let _ = cache.insert(1, 3);
+    assert_eq!(
+        told.lock().unwrap().as_slice(),
+        [(1, 1, cuckoo_gate::RemovalCause::Refreshed), (1, 2, cuckoo_gate::RemovalCause::Replaced)],
+        "a fresh value replaced is told as replaced"
+    );
 }
 
 #[test]

@@ -407,9 +407,12 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
         self
     }
 
-    /// Where reloads of stale entries run for the refreshing loaders
-    /// ([`try_get_or_refresh_async`](AdmissionCache::try_get_or_refresh_async) and
-    /// [`try_get_or_refresh_with`](AdmissionCache::try_get_or_refresh_with)): `spawn` gets
+    /// Where reloads of stale entries run for the refreshing loaders, and for them only:
+    /// [`try_get_or_refresh_async`](AdmissionCache::try_get_or_refresh_async) and
+    /// [`try_get_or_refresh_with`](AdmissionCache::try_get_or_refresh_with), which take the
+    /// cache in an `Arc` so that a reload can outlive the call. The other loaders
+    /// (`get_or_insert_with`, `try_get_or_insert_with` and their `async` forms) reload a
+    /// stale entry on the caller that finds it, spawner or not. `spawn` gets
     /// each reload as a [`Reload`], a `Send + 'static` future, to run on the caller's
     /// runtime or threads, and no caller waits for it. Without one, the caller that finds
     /// an entry stale runs its reload itself. The library needs no particular runtime.
@@ -532,7 +535,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
     /// let builder = AdmissionCache::<u64, u64>::builder().capacity(100).metrics_name("edge");
     /// let cache = builder.clone().build()?;
     /// metrics::with_local_recorder(&recorder, || cache.publish_metrics());
-    /// assert_eq!(recorder.snapshotter().snapshot().into_vec().len(), 27); // the cache's series
+    /// assert_eq!(recorder.snapshotter().snapshot().into_vec().len(), 28); // the cache's series
     /// assert!(matches!(builder.build(), Err(BuildError::MetricsNameTaken { .. })));
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```

@@ -217,7 +217,7 @@ impl Clock {
     /// A clock that stands still until its [`ManualClock`] advances it.
     pub fn manual() -> (Self, ManualClock) {
         let ticks = Arc::new(StaticAtomicU64::new(1));
-        (Clock { ticks: ticks.clone(), manual: true }, ManualClock { ticks })
+        (Clock { ticks: ticks.clone(), manual: true }, ManualClock { ticks, moved: Arc::default() })
     }
 
     /// Now, in ticks.
@@ -324,17 +324,38 @@ impl fmt::Debug for Clock {
 #[derive(Clone, Debug)]
 pub struct ManualClock {
     ticks: Arc<StaticAtomicU64>,
+    /// How far the hand has moved the clock, exactly: the ticks are worked out from the
+    /// sum, so that no split of a duration loses the rounding of each part.
+    moved: Arc<std::sync::Mutex<Duration>>,
 }
 
 impl ManualClock {
     /// Moves the clock forward by `by`, stopping just short of the end of time (about 136
     /// years from its start), which no deadline reaches: an entry without a lifetime
-    /// never expires, however far the clock is moved.
+    /// never expires, however far the clock is moved. The clock counts in ticks of 2^-32 s
+    /// (about 0.23 ns), but the hand keeps the exact sum of its moves: 59.999 s and then
+    /// 1 ms is 60 s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cuckoo_gate::{AdmissionCache, Clock};
+    ///
+    /// let (clock, hand) = Clock::manual();
+    /// let cache: AdmissionCache<u64, u64> =
+    ///     AdmissionCache::builder().capacity(10).time_to_live(Duration::from_secs(60)).clock(clock).build()?;
+    /// let _ = cache.insert(1, 1);
+    /// hand.advance(Duration::from_millis(59_999));
+    /// assert_eq!(cache.get(&1), Some(1));
+    /// hand.advance(Duration::from_millis(1));
+    /// assert_eq!(cache.get(&1), None); // 60 s to the tick
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
     pub fn advance(&self, by: Duration) {
-        let by = ticks(by);
-        let _ = self.ticks.fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
-            Some(now.saturating_add(by).min(NEVER - 1))
-        });
+        let mut moved = self.moved.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *moved = moved.saturating_add(by);
+        self.ticks.store(ticks(*moved).saturating_add(1).min(NEVER - 1), Ordering::Release);
     }
 }
 

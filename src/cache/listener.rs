@@ -14,8 +14,12 @@ pub enum RemovalCause {
     /// The policy evicted it to make room.
     Evicted,
     /// Its lifetime ended ([`time_to_live`](super::AdmissionCacheBuilder::time_to_live),
-    /// [`time_to_idle`](super::AdmissionCacheBuilder::time_to_idle) or
-    /// [`insert_with_ttl`](super::AdmissionCache::insert_with_ttl)).
+    /// [`time_to_idle`](super::AdmissionCacheBuilder::time_to_idle),
+    /// [`expire_after`](super::AdmissionCacheBuilder::expire_after),
+    /// [`insert_with_ttl`](super::AdmissionCache::insert_with_ttl) or
+    /// [`insert_with_lifetime`](super::AdmissionCache::insert_with_lifetime)), and with it
+    /// any grace; or it ended while the cache was down, and a restore did not keep it. A
+    /// stale value replaced by its reload is [`Refreshed`](Self::Refreshed).
     Expired,
     /// [`remove`](super::AdmissionCache::remove) or
     /// [`retain`](super::AdmissionCache::retain) took it out.
@@ -23,6 +27,12 @@ pub enum RemovalCause {
     /// An insert replaced its value (the key stays, with the new value; the listener gets
     /// the old one).
     Replaced,
+    /// As [`Replaced`](Self::Replaced), of a value past its freshness (stale, see
+    /// [`refresh_after`](super::AdmissionCacheBuilder::refresh_after)): its reload, or an
+    /// insert, replaced it. The key stays, with the new value. Under stale-while-revalidate
+    /// an entry's lifetime ends this way rather than as [`Expired`](Self::Expired): count
+    /// both to count expiries.
+    Refreshed,
     /// [`clear`](super::AdmissionCache::clear) took it out.
     Cleared,
 }

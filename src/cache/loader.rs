@@ -78,7 +78,10 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// closure, or its defaults, say. A stale entry (see
     /// [`refresh_after`](super::AdmissionCacheBuilder::refresh_after)) is returned at once
     /// while another caller reloads it; the caller that finds it stale first runs its `make`
-    /// to reload it, and returns the new value.
+    /// to reload it, and returns the new value. This caller, never the
+    /// [`spawner`](super::AdmissionCacheBuilder::spawner): only
+    /// [`try_get_or_refresh_with`](Self::try_get_or_refresh_with) and
+    /// [`try_get_or_refresh_async`](Self::try_get_or_refresh_async) reload in the background.
     ///
     /// If `make` panics, the panic goes on in this call, and the load passes to the
     /// caller that has waited longest, which runs its own `make`. `make` must not load the
@@ -231,7 +234,10 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
 
     /// [`get_or_insert_async`](Self::get_or_insert_async) with a loader that can fail; an
     /// error, and a stale or in-grace entry's old value, are handled as in
-    /// [`try_get_or_insert_with`](Self::try_get_or_insert_with).
+    /// [`try_get_or_insert_with`](Self::try_get_or_insert_with). A stale entry is reloaded
+    /// by the caller that finds it, never on the
+    /// [`spawner`](super::AdmissionCacheBuilder::spawner) (see
+    /// [`try_get_or_refresh_async`](Self::try_get_or_refresh_async) for that).
     ///
     /// # Errors
     ///

@@ -11,8 +11,8 @@ use crate::metrics::{
     CACHE_HITS_TOTAL, CACHE_LAST_RESTORE_SECONDS, CACHE_LAST_SAVE_SECONDS, CACHE_LOADS_COALESCED_TOTAL,
     CACHE_LOADS_TOTAL, CACHE_LOAD_FAILURES_TOTAL, CACHE_LOAD_WAITERS, CACHE_MISSES_TOTAL,
     CACHE_REFRESHES_TOTAL, CACHE_REFRESH_FAILURES_TOTAL, CACHE_REJECTED_TOTAL, CACHE_RESTORED_BYTES_TOTAL,
-    CACHE_RESTORED_ENTRIES_TOTAL, CACHE_RESTORE_EXPIRED_TOTAL, CACHE_SAVED_BYTES_TOTAL,
-    CACHE_STALE_SERVED_TOTAL, CACHE_WEIGHT, GATE_MEMORY_BYTES, GATE_ROTATIONS_TOTAL,
+    CACHE_RESTORED_ENTRIES_TOTAL, CACHE_RESTORE_DROPPED_TOTAL, CACHE_RESTORE_EXPIRED_TOTAL,
+    CACHE_SAVED_BYTES_TOTAL, CACHE_STALE_SERVED_TOTAL, CACHE_WEIGHT, GATE_MEMORY_BYTES, GATE_ROTATIONS_TOTAL,
 };
 
 /// The series of an admission decision and its gate: a cache's, or those of an admission
@@ -76,6 +76,7 @@ impl CacheMetrics {
         gauge!(CACHE_FAILURES_KEPT, &labels).set(s.failures_kept as f64);
         counter!(CACHE_RESTORED_ENTRIES_TOTAL, &labels).absolute(s.restored_entries);
         counter!(CACHE_RESTORE_EXPIRED_TOTAL, &labels).absolute(s.restore_expired);
+        counter!(CACHE_RESTORE_DROPPED_TOTAL, &labels).absolute(s.restore_dropped);
         counter!(CACHE_SAVED_BYTES_TOTAL, &labels).absolute(s.saved_bytes);
         counter!(CACHE_RESTORED_BYTES_TOTAL, &labels).absolute(s.restored_bytes);
         gauge!(CACHE_LAST_SAVE_SECONDS, &labels).set(s.last_save.as_secs_f64());

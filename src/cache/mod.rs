@@ -115,9 +115,14 @@ pub enum Admission {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct CacheStats {
-    /// `get` calls that found their key.
+    /// Requests (`get` and the loading methods) that found their key's entry, fresh or
+    /// stale.
     pub hits: u64,
-    /// `get` calls that did not.
+    /// Requests that found no usable entry: each caller of a loading method that missed
+    /// counts once, whether it ran the load ([`loads`](Self::loads), the origin's calls),
+    /// waited for another caller's ([`loads_coalesced`](Self::loads_coalesced)) or was
+    /// given a kept failure ([`failures_cached`](Self::failures_cached)). Compare the
+    /// origin's load with `loads`, not with this.
     pub misses: u64,
     /// Inserts of absent keys that stored them (cache writes).
     pub admitted: u64,
@@ -155,8 +160,12 @@ pub struct CacheStats {
     pub failures_kept: u64,
     /// Entries restored (see `AdmissionCache::restore`, feature `serde`).
     pub restored_entries: u64,
-    /// Entries a restore dropped because their lifetime ended while the cache was down.
+    /// Entries a restore dropped because their lifetime ended while the cache was down
+    /// (told to the listener as expired).
     pub restore_expired: u64,
+    /// Entries a restore did not keep: evicted to make room, or too heavy for their shard
+    /// (told to the listener as evicted).
+    pub restore_dropped: u64,
     /// Bytes written by saves.
     pub saved_bytes: u64,
     /// Bytes read by restores.
@@ -242,6 +251,7 @@ pub(crate) struct Persisted {
     restored_bytes: AtomicU64,
     restored_entries: AtomicU64,
     restore_expired: AtomicU64,
+    restore_dropped: AtomicU64,
     last_save_nanos: AtomicU64,
     last_restore_nanos: AtomicU64,
 }
@@ -904,6 +914,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
             failures_kept: loads.kept.load(Ordering::Relaxed),
             restored_entries: self.persisted.restored_entries.load(Ordering::Relaxed),
             restore_expired: self.persisted.restore_expired.load(Ordering::Relaxed),
+            restore_dropped: self.persisted.restore_dropped.load(Ordering::Relaxed),
             saved_bytes: self.persisted.saved_bytes.load(Ordering::Relaxed),
             restored_bytes: self.persisted.restored_bytes.load(Ordering::Relaxed),
             last_save: Duration::from_nanos(self.persisted.last_save_nanos.load(Ordering::Relaxed)),

@@ -575,6 +575,7 @@ impl super::Persisted {
         self.restored_bytes.fetch_add(restored.bytes, Ordering::Relaxed);
         self.restored_entries.fetch_add(restored.entries, Ordering::Relaxed);
         self.restore_expired.fetch_add(restored.expired, Ordering::Relaxed);
+        self.restore_dropped.fetch_add(restored.dropped, Ordering::Relaxed);
         self.last_restore_nanos.store(restored.duration.as_nanos() as u64, Ordering::Relaxed);
     }
 }

@@ -397,8 +397,15 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 (Admission::TooHeavy, None)
             }
             Some(index) => {
+                // A value past its freshness that a write or its reload replaces expired.
+                let stale = timed
+                    && self
+                        .store
+                        .deadlines()
+                        .is_some_and(|deadlines| deadlines.standing(index, now) == Standing::Stale);
                 let old = self.update(index, value, weight);
-                out.removed.push((key, old), RemovalCause::Replaced);
+                let cause = if stale { RemovalCause::Refreshed } else { RemovalCause::Replaced };
+                out.removed.push((key, old), cause);
                 (Admission::Updated, Some(index))
             }
             None if too_heavy => {
