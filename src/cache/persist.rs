@@ -186,12 +186,11 @@ fn read_block<R: Read + ?Sized>(
 ) -> Result<(), SnapshotError> {
     const CHUNK: usize = 1 << 16;
     block.clear();
-    let mut chunk = [0u8; CHUNK];
     while block.len() < len {
-        let n = (len - block.len()).min(CHUNK);
-        d.read_exact(&mut chunk[..n])?;
+        let (start, n) = (block.len(), (len - block.len()).min(CHUNK));
         block.try_reserve(n).map_err(|_| SnapshotError::OutOfMemory { bytes: len })?;
-        block.extend_from_slice(&chunk[..n]);
+        block.resize(start + n, 0);
+        d.read_exact(&mut block[start..])?;
     }
     Ok(())
 }
