@@ -196,13 +196,11 @@ fn the_gates_memory_comes_back_whatever_the_seed() {
     assert_eq!(rekeyed.insert(1, 1), Admission::Rejected, "a first sighting for a fresh seed");
 }
 
+/// What a listener was told: each key and why it left.
+type Told = Arc<std::sync::Mutex<Vec<(u64, cuckoo_gate::RemovalCause)>>>;
+
 /// A cache like `filled`'s with another seed, telling `told` of every entry that leaves it.
-fn listened(
-    capacity: u64,
-    shards: usize,
-    seed: u64,
-    told: &Arc<std::sync::Mutex<Vec<(u64, cuckoo_gate::RemovalCause)>>>,
-) -> AdmissionCache<u64, String> {
+fn listened(capacity: u64, shards: usize, seed: u64, told: &Told) -> AdmissionCache<u64, String> {
     let told = told.clone();
     AdmissionCache::builder()
         .capacity(capacity)
@@ -254,7 +252,7 @@ fn a_restore_names_every_entry_it_does_not_keep() {
 fn lifetimes_that_ended_while_down_are_told_as_expired() {
     let (clock, hand) = Clock::manual();
     let told = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let build = |told: Option<Arc<std::sync::Mutex<Vec<(u64, cuckoo_gate::RemovalCause)>>>>| {
+    let build = |told: Option<Told>| {
         let builder = AdmissionCache::<u64, u64>::builder().capacity(100).clock(clock.clone());
         match told {
             Some(told) => {
