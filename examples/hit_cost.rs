@@ -1,5 +1,6 @@
 //! Hits through `get` and through the loaders, on caches without expiry, with a time to
-//! live and with a time to idle, for counting instructions per hit (`benches/hit_cost.sh`
+//! live and with a time to idle; writes of new keys into a full cache; and a read-through
+//! stream from a cold start: for counting instructions per call (`benches/hit_cost.sh`
 //! runs it under callgrind and takes differences).
 //!
 //! ```text
@@ -15,10 +16,15 @@
 //! with a time to live of an hour and a freshness of half of it (every hit tests its
 //! entry's stale window); `get-tti` with a time to idle of an hour.
 //!
-//! Fills a cache of 100k `u64` entries (default policy, capacity 200k, so that every key
-//! stays), then looks up N resident keys, in a pseudo-random order, through the call
-//! named. Setup is the same for every N, so the difference in instructions between two
-//! values of N is the cost of the added hits alone.
+//! Hits: fills a cache of 100k `u64` entries (default policy, capacity 200k, so that
+//! every key stays), then looks up N resident keys, in a pseudo-random order, through the
+//! call named. Writes: `insert`, `insert-ttl` (a time to live of an hour) and
+//! `get-or-insert-miss` (`get_or_insert_with`, every call a miss) fill a cache of
+//! capacity 100k with 100k keys, then write N new keys, each evicting one.
+//! `read-through`: a cold cache of 100k entries (the default builder) serves the first N
+//! of 1M requests drawn from Zipf 0.99 over 1M keys, a `get` and, on a miss, an `insert`
+//! (about 3 in 4 hit). Setup is the same for every N, so the difference in instructions
+//! between two values of N is the cost of the added calls alone.
 
 use std::future::Future;
 use std::hint::black_box;
@@ -31,8 +37,12 @@ use cuckoo_gate::AdmissionCache;
 
 const KEYS: u64 = 100_000;
 
+/// Requests drawn for `read-through`, and the keys they are drawn from.
+const STREAM: usize = 1_000_000;
+const UNIVERSE: usize = 1_000_000;
+
 /// The calls measured.
-const CALLS: [&str; 8] = [
+const CALLS: [&str; 12] = [
     "get",
     "get-or-insert",
     "get-or-insert-async",
@@ -41,6 +51,10 @@ const CALLS: [&str; 8] = [
     "get-or-insert-ttl",
     "get-or-insert-fresh",
     "get-tti",
+    "insert",
+    "insert-ttl",
+    "get-or-insert-miss",
+    "read-through",
 ];
 
 fn main() {
@@ -53,16 +67,26 @@ fn main() {
             std::process::exit(2)
         }
     };
-    let builder = AdmissionCache::builder().capacity(2 * KEYS).seed(1);
+    if call == "read-through" {
+        return read_through(n);
+    }
+    let writes = matches!(call.as_str(), "insert" | "insert-ttl" | "get-or-insert-miss");
+    let builder = AdmissionCache::builder().capacity(if writes { KEYS } else { 2 * KEYS }).seed(1);
     let hour = Duration::from_secs(3_600);
     let builder = match call.as_str() {
-        "get-ttl" | "get-or-insert-ttl" => builder.time_to_live(hour),
+        "get-ttl" | "get-or-insert-ttl" | "insert-ttl" => builder.time_to_live(hour),
         "get-or-insert-fresh" => builder.time_to_live(hour).refresh_after(hour / 2),
         "get-tti" => builder.time_to_idle(hour),
         _ => builder,
     };
     let cache: AdmissionCache<u64, u64> = builder.build().unwrap();
     (0..KEYS).for_each(|k| _ = cache.insert(k, k));
+    if writes {
+        let loading = call == "get-or-insert-miss";
+        let stored = (KEYS..KEYS + n).filter(|&key| write(&cache, black_box(key), loading)).count();
+        println!("{call}: {n} new keys written, {stored} stored; {} held", cache.len());
+        return;
+    }
     let hits = if call == "get-or-insert-async" {
         async_hits(&cache, n)
     } else if call == "get-or-insert-async-alone" {
@@ -117,6 +141,38 @@ fn lone_async_hits(cache: &AdmissionCache<u64, u64>, n: u64) -> u64 {
     hits
 }
 
+/// `read-through`: the first `n` requests of the stream into a cold cache.
+fn read_through(n: u64) {
+    let stream = zipf_stream();
+    let cache: AdmissionCache<u64, u64> = AdmissionCache::builder().capacity(KEYS).build().unwrap();
+    let n = (n as usize).min(STREAM);
+    let hits = stream[..n].iter().filter(|&&key| read_through_one(&cache, black_box(key))).count();
+    println!("read-through: {hits} hits of {n} ({:.3})", hits as f64 / n.max(1) as f64);
+}
+
+/// [`STREAM`] keys drawn from Zipf 0.99 over [`UNIVERSE`] keys (inverse CDF, xorshift),
+/// spread over all 64 bits.
+fn zipf_stream() -> Vec<u64> {
+    let mut total = 0.0;
+    let cdf: Vec<f64> = (1..=UNIVERSE)
+        .map(|rank| {
+            total += (rank as f64).powf(-0.99);
+            total
+        })
+        .collect();
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    (0..STREAM)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let u = (x >> 11) as f64 / (1u64 << 53) as f64 * total;
+            let rank = cdf.partition_point(|&c| c < u) as u64;
+            rank.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        })
+        .collect()
+}
+
 /// `n` resident keys in a pseudo-random order (xorshift), the same for every call.
 fn keys(n: u64) -> impl Iterator<Item = u64> {
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
@@ -154,5 +210,22 @@ fn get_or_insert_async(cache: &AdmissionCache<u64, u64>, key: u64, waker: &Waker
     match load.poll(&mut Context::from_waker(waker)) {
         Poll::Ready(value) => Some(value),
         Poll::Pending => None,
+    }
+}
+
+#[inline(never)]
+fn write(cache: &AdmissionCache<u64, u64>, key: u64, loading: bool) -> bool {
+    if loading {
+        cache.get_or_insert_with(&key, || key) == key
+    } else {
+        cache.insert(key, key) == cuckoo_gate::Admission::Admitted
+    }
+}
+
+#[inline(never)]
+fn read_through_one(cache: &AdmissionCache<u64, u64>, key: u64) -> bool {
+    cache.get(&key).is_some() || {
+        let _ = cache.insert(key, key);
+        false
     }
 }
