@@ -479,7 +479,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// counted (S3-FIFO's climber measures the hit ratio by them). A write hashed by a
     /// hasher that a restore replaced meanwhile hashes again; a load's store is dropped
     /// (see `hashing.rs`).
-    #[inline]
+    #[inline(always)]
     fn insert_into_shard(&self, write: &Write<'_>, out: &mut Leftovers<K, V>) -> Admission {
         let mut held = self.shard(write.hash).write();
         if !self.hashing.is_current(write.keys) && !broken::UNCHECKED_HASHER {
