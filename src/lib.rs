@@ -153,7 +153,7 @@ pub mod snapshot;
 
 pub use cache::{
     Admission, AdmissionCache, AdmissionCacheBuilder, AdmissionPolicy, CacheStats, Clock, Computed, Entry,
-    Lifetime, ManualClock, Op, Reload, RemovalCause, ASSUMED_MEAN_WEIGHT, DEFAULT_GATE_MULTIPLIER,
+    Lifetime, ManualClock, Op, Reload, RemovalCause, Tracked, ASSUMED_MEAN_WEIGHT, DEFAULT_GATE_MULTIPLIER,
     MAX_SHARDS,
 };
 #[cfg(feature = "serde")]

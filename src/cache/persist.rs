@@ -301,8 +301,8 @@ where
     /// gate's and the ghosts' filters are taken over when they hash alike (build both
     /// caches with the same [`seed`](super::AdmissionCacheBuilder::seed)) and are sized
     /// alike. What the cache
-    /// held before is cleared (and told to the listener as cleared); entries the file
-    /// cannot restore are not.
+    /// held before is cleared (and told to the listener as cleared); entries evicted to
+    /// make room as the file's entries come back are told to it as evicted.
     ///
     /// The bytes are untrusted: every length is checked against the input before memory is
     /// given to it (a restore allocates in proportion to the bytes read, one shard's block
@@ -454,12 +454,12 @@ where
     }
 
     /// Puts back one entry of a save in its key's shard (weighed first, no lock held;
-    /// what it evicts drops after the lock is released, told to no one).
+    /// what it evicts is told to the listener after the lock is released).
     fn put_back(&self, entry: Exported<K, V>) {
         let hash = self.hasher.hash_one(&entry.key);
         let weight = self.weigh(&entry.key, &entry.value);
         let now = self.expiry.clock.now();
-        let mut removed = Removed::new(false);
+        let mut removed = Removed::new(self.listener.is_some());
         let held = Exported { weight, ..entry };
         let _ = self.shard(hash).write().import(
             held,
@@ -470,6 +470,7 @@ where
             self.gate.as_ref(),
             &mut removed,
         );
+        self.report_removed(removed);
     }
 
     /// Empties every shard, telling no one: what a failed restore put back.
