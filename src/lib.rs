@@ -148,6 +148,8 @@ pub mod foyer;
 mod gate;
 #[cfg(feature = "metrics")]
 mod metrics;
+#[cfg(feature = "pingora")]
+pub mod pingora;
 mod primitive;
 pub mod snapshot;
 

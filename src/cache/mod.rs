@@ -25,7 +25,7 @@
 
 #[cfg(feature = "metrics")]
 mod metrics;
-#[cfg(all(feature = "metrics", feature = "foyer"))]
+#[cfg(all(feature = "metrics", any(feature = "foyer", feature = "pingora")))]
 pub(crate) use self::metrics::AdmissionMetrics;
 mod bloom;
 mod builder;
