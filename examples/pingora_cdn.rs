@@ -15,13 +15,14 @@
 //! ratios are 1 - origin requests / requests and 1 - origin bytes / bytes. A storage write
 //! is an object Pingora finished writing and handed to its eviction manager (`admit`).
 //!
-//! The built-in workload: 24,000 requests, half for objects never requested again, half
-//! Zipf(0.8) over 4,000 objects; sizes log-normal (median 8 KiB), 1 KiB to 1 MiB, fixed
+//! The built-in workload: 50,000 requests, half for objects never requested again, half
+//! Zipf(0.8) over 5,000 objects; sizes log-normal (median 8 KiB), 1 KiB to 1 MiB, fixed
 //! per object. Storage holds 5% and 10% of the distinct objects' bytes. The example exits
 //! with status 1 if, on the built-in workload, the gate's storage writes exceed 20% of
 //! stock Pingora's or its object hit ratio is more than 1 point under stock's. Options:
 //! `--requests N` (the first N of a trace, or N generated), `--seconds S` (each run stops
-//! after S seconds; default 25).
+//! after S seconds; default 25), `--remembered M` (the gate remembers the first sightings
+//! of M times as many objects as storage holds; default 4).
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -50,18 +51,18 @@ use trace::rng::Rng;
 use trace::Request;
 
 const CONCURRENCY: usize = 4;
-const BUILT_IN_REQUESTS: usize = 24_000;
+const BUILT_IN_REQUESTS: usize = 50_000;
 const MAX_SIZE: usize = 1 << 20;
 
 fn usage(problem: &str) -> ! {
     eprintln!("pingora_cdn: {problem}");
-    eprintln!("usage: pingora_cdn [--trace FILE] [--requests N] [--seconds S]");
+    eprintln!("usage: pingora_cdn [--trace FILE] [--requests N] [--seconds S] [--remembered M]");
     std::process::exit(2)
 }
 
 /// The built-in workload (see the module doc).
 fn built_in(requests: usize) -> Vec<Request> {
-    let popular = 4_000;
+    let popular = 5_000;
     let mut cumulative = Vec::with_capacity(popular);
     let mut total = 0.0;
     for rank in 1..=popular {
@@ -236,7 +237,7 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
 
-fn plan(config: Config, percent: u64, limit: usize, objects: usize) -> Planned {
+fn plan(config: Config, percent: u64, limit: usize, objects: usize, remembered: usize) -> Planned {
     let eviction: Box<dyn EvictionManager + Sync> = match config {
         Config::Stock | Config::Gate => Box::new(lru::Manager::<16>::with_capacity(limit, objects)),
         Config::S3Fifo | Config::Both => {
@@ -248,8 +249,9 @@ fn plan(config: Config, percent: u64, limit: usize, objects: usize) -> Planned {
         writes: AtomicU64::new(0),
         written: AtomicU64::new(0),
     }));
-    // The gate remembers the first sightings of four times as many objects as storage holds.
-    let gate = || SeenBefore::builder().capacity((objects * 4).max(1_024)).build().expect("a gate");
+    // The gate remembers the first sightings of `remembered` times as many objects as
+    // storage holds (in each of its two generations).
+    let gate = || SeenBefore::builder().capacity((objects * remembered).max(1_024)).build().expect("a gate");
     let admission = match config {
         Config::Gate | Config::Both => Some(&*Box::leak(Box::new(SecondRequest::new(gate())))),
         _ => None,
@@ -334,7 +336,7 @@ async fn wait_for(port: u16) {
 }
 
 fn main() {
-    let (mut trace, mut requests, mut seconds) = (None, None, 25u64);
+    let (mut trace, mut requests, mut seconds, mut remembered) = (None, None, 25u64, 4usize);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().unwrap_or_else(|| usage(&format!("{name} needs a value")));
@@ -344,6 +346,9 @@ fn main() {
                 requests = Some(value("--requests").parse().unwrap_or_else(|_| usage("bad --requests")))
             }
             "--seconds" => seconds = value("--seconds").parse().unwrap_or_else(|_| usage("bad --seconds")),
+            "--remembered" => {
+                remembered = value("--remembered").parse().unwrap_or_else(|_| usage("bad --remembered"))
+            }
             other => usage(&format!("unknown argument {other}")),
         }
     }
@@ -391,7 +396,7 @@ fn main() {
     for percent in [5, 10] {
         let limit = (distinct_bytes * percent / 100) as usize;
         let held = ((limit as f64 / mean) as usize).max(16);
-        plans.extend(Config::ALL.into_iter().map(|config| plan(config, percent, limit, held)));
+        plans.extend(Config::ALL.into_iter().map(|config| plan(config, percent, limit, held, remembered)));
     }
     let mut server = Server::new(None).expect("a Pingora server");
     server.bootstrap();
