@@ -373,3 +373,27 @@ fn second_request_remembers_across_a_snapshot() {
     let restarted = SecondRequest::restore(&mut file.as_slice()).unwrap();
     assert!(keys.iter().all(|k| !restarted.observe(k).is_deferred()));
 }
+
+/// The gate remembering 1M keys takes under a tenth of an exact second-hit map of their
+/// 16-byte hashes (hashbrown's table: a power of two of buckets, at most 7/8 full, an
+/// entry and a control byte each).
+#[test]
+fn the_gate_takes_under_a_tenth_of_an_exact_map() {
+    use pingora_cache::key::HashBinary;
+    const KEYS: usize = 1_000_000;
+    let policy = SecondRequest::new(SeenBefore::builder().capacity(KEYS).build().unwrap());
+    let mut exact: HashMap<HashBinary, u32> = HashMap::new();
+    for i in 0..KEYS as u64 {
+        let mut bin = [0u8; 16];
+        bin[..8].copy_from_slice(&(i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_le_bytes());
+        bin[8..].copy_from_slice(&i.to_le_bytes());
+        policy.admit_bin(&bin);
+        *exact.entry(bin).or_default() += 1;
+    }
+    let buckets = (exact.capacity() * 8 / 7).next_power_of_two();
+    let exact_bytes = buckets * (std::mem::size_of::<(HashBinary, u32)>() + 1);
+    let gate_bytes = policy.gate().stats().memory_bytes;
+    assert!(gate_bytes * 10 <= exact_bytes, "gate {gate_bytes} bytes, exact map {exact_bytes}");
+    assert_eq!(policy.stats().deferred, KEYS as u64 - policy.stats().ready);
+    assert!(policy.stats().ready < KEYS as u64 / 50, "1% false positives at most, about");
+}
