@@ -21,7 +21,7 @@ use crate::{SeenBefore, SnapshotError};
 ///
 /// Keys go by [`combined_bin`](CacheHashKey::combined_bin), what Pingora's storage keys
 /// by (variance and primary-bin overrides included; the user tag is not part of it), its
-/// first eight bytes re-mixed with the gate's random seed, as [`crate::foyer`] does, so
+/// first eight bytes re-mixed with the gate's random seed, as the foyer integration does, so
 /// keys crafted to collide in one process do not collide in another. An observation takes
 /// the gate's shared lock and one stripe lock: it does not block but while the gate
 /// rotates its generations (once per `capacity` first sightings), and does not panic.

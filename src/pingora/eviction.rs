@@ -94,6 +94,7 @@ pub struct S3FifoManagerBuilder {
     shards: Option<usize>,
     seed: Option<u64>,
     gate: bool,
+    #[cfg(feature = "metrics")]
     metrics_name: Option<String>,
 }
 
@@ -202,6 +203,7 @@ impl S3FifoManager {
             shards: None,
             seed: None,
             gate: false,
+            #[cfg(feature = "metrics")]
             metrics_name: None,
         }
     }
