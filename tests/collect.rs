@@ -97,8 +97,10 @@ fn tracking_stores_without_evicting_and_the_next_write_evicts() {
         assert_eq!(cache.track(key, 10), Tracked::Stored);
     }
     assert_eq!((cache.len(), cache.weight()), (15, 150), "tracking evicts nothing");
+    assert_eq!(cache.stats().hits, 0);
     assert_eq!(cache.track(3, 99), Tracked::Held);
     assert_eq!(cache.peek(&3), Some(10), "a held key keeps its value");
+    assert_eq!(cache.stats().hits, 1, "a held key is a hit");
     assert_eq!(cache.track(99, 101), Tracked::TooHeavy);
     assert!(told.lock().unwrap().is_empty());
     let mut removed = Vec::new();

@@ -367,7 +367,8 @@ fn second_request_defers_first_sightings_by_the_combined_hash() {
 fn second_request_remembers_across_a_snapshot() {
     let policy = SecondRequest::new(SeenBefore::builder().capacity(10_000).build().unwrap());
     let keys: Vec<CacheKey> = (0..1_000).map(|i| CacheKey::new(format!("/k/{i}"), "")).collect();
-    keys.iter().for_each(|k| assert!(policy.observe(k).is_deferred()));
+    // First sightings, but for the gate's false positives (1%).
+    assert!(keys.iter().filter(|k| policy.observe(k).is_deferred()).count() >= 970);
     let mut file = Vec::new();
     policy.snapshot(&mut file).unwrap();
     let restarted = SecondRequest::restore(&mut file.as_slice()).unwrap();

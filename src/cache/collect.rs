@@ -13,7 +13,7 @@ use std::hash::Hash;
 
 use super::listener::RemovalCause;
 use super::shard::{Leftovers, Write};
-use super::{Admission, AdmissionCache};
+use super::{Admission, AdmissionCache, AdmissionPolicy};
 
 /// What [`AdmissionCache::track`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,14 +73,16 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     }
 
     /// Tracks an entry known to be wanted (one already in a store of the caller's, found
-    /// at startup): if `key` is held, counts a request on it ([`Tracked::Held`], its value
-    /// left as it is); otherwise stores it with no admission, placed as the policy places
+    /// at startup): if `key` is held, counts a request on it, a hit as
+    /// [`get`](Self::get) counts one ([`Tracked::Held`], its value left as it is); otherwise stores it with no admission, placed as the policy places
     /// a new key, and **evicts nothing** ([`Tracked::Stored`]). The key's shard may then
     /// hold more than its capacity: the next write to that shard evicts it down to its
     /// capacity (and an [`insert_collecting`](Self::insert_collecting) hands those
     /// evictions to its caller). An entry heavier than its shard is not stored
     /// ([`Tracked::TooHeavy`]). An expired entry of the key counts as absent, and is
-    /// told to the listener. Takes the key's shard's write lock.
+    /// told to the listener. A held key takes its shard's read lock (its write lock under
+    /// [`AdmissionPolicy::Always`], which reorders the shard's LRU list), an absent one its
+    /// write lock.
     ///
     /// # Examples
     ///
@@ -99,6 +101,18 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// ```
     pub fn track(&self, key: K, value: V) -> Tracked {
         let hash = self.hasher.hash_one(&key);
+        let shard = self.shard(hash);
+        if self.policy != AdmissionPolicy::Always {
+            // A held key is a hit, as `get` finds it: under the read lock, counted as the
+            // hold is released.
+            let held = shard.read();
+            if held.get(hash, &key).is_some() {
+                if held.release_hit() {
+                    shard.drain_hits();
+                }
+                return Tracked::Held;
+            }
+        }
         let write = Write {
             hash,
             weight: self.weigh(&key, &value),
@@ -109,7 +123,14 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         };
         let mut leftovers = self.leftovers();
         leftovers.unkept = Some((key, value));
-        let tracked = self.shard(hash).write().track(&write, &mut leftovers);
+        let tracked = {
+            let mut held = shard.write();
+            let tracked = held.track(&write, &mut leftovers);
+            if tracked == Tracked::Held {
+                held.count_hit();
+            }
+            tracked
+        };
         self.report(leftovers);
         tracked
     }
