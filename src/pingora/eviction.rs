@@ -50,7 +50,9 @@ pub const SAVE_FILE: &str = "cuckoo_gate_s3fifo.data";
 ///   in a smaller manager, or one whose shards split the keys otherwise) are handed out
 ///   once, by [`take_unkept`](Self::take_unkept), or else with the next `admit` or
 ///   `increment_weight`, so that Pingora purges them rather than keep them in storage
-///   untracked. So are entries [`access`](EvictionManager::access) could not track.
+///   untracked. So are entries [`access`](EvictionManager::access) could not track. A
+///   load of a damaged file fails and leaves the manager empty (the entries it held
+///   before are named; the file's are not known). No saved file: nothing is loaded.
 ///
 /// Each call takes one shard's write lock (`peek` its read lock), briefly, and runs no
 /// user code under it.
