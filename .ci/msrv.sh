@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Checks that the library builds on the minimum Rust version that Cargo.toml declares
-# (`rust-version`), with and without default features. The optional `foyer` feature is
-# left out: foyer itself needs a newer Rust (see Cargo.toml). Installs the toolchain if it
-# is missing.
+# (`rust-version`), with and without default features. The optional `foyer` and `pingora`
+# features are left out: foyer and pingora-cache need a newer Rust (see Cargo.toml).
+# Installs the toolchain if it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)

@@ -149,12 +149,14 @@ mod gate;
 mod hashing;
 #[cfg(feature = "metrics")]
 mod metrics;
+#[cfg(feature = "pingora")]
+pub mod pingora;
 mod primitive;
 pub mod snapshot;
 
 pub use cache::{
     Admission, AdmissionCache, AdmissionCacheBuilder, AdmissionPolicy, CacheStats, Clock, Computed, Entry,
-    Lifetime, ManualClock, Op, Reload, RemovalCause, ASSUMED_MEAN_WEIGHT, DEFAULT_GATE_MULTIPLIER,
+    Lifetime, ManualClock, Op, Reload, RemovalCause, Tracked, ASSUMED_MEAN_WEIGHT, DEFAULT_GATE_MULTIPLIER,
     MAX_ASSUMED_ENTRIES, MAX_SHARDS,
 };
 #[cfg(feature = "serde")]

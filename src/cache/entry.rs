@@ -9,7 +9,7 @@ use std::borrow::Borrow;
 use std::hash::Hash;
 
 use super::listener::RemovalCause;
-use super::shard::{Outcome, Write};
+use super::shard::{Leftovers, Outcome, Write};
 use super::AdmissionCache;
 use crate::broken;
 
@@ -149,6 +149,49 @@ where
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     pub fn and_compute_with(self, f: impl FnOnce(Option<&V>) -> Op<V>) -> Computed<V> {
+        self.compute(f, None)
+    }
+
+    /// [`and_compute_with`](Self::and_compute_with), handing what leaves the cache to the
+    /// caller instead of the listener: every entry the compute evicted, expired, replaced
+    /// or removed is pushed onto `removed` with why, after the lock is released, and the
+    /// listener is not told of it. For a caller that must act on each key the write
+    /// pushed out (purge it from a store of its own, say), with no shared state between
+    /// its calls: what one call pushes out is handed to that call only.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cuckoo_gate::{AdmissionCache, Op, RemovalCause};
+    ///
+    /// // Sizes by key, weighed by the size: growing "a" pushes "b" out.
+    /// let sizes: AdmissionCache<&str, u32> = AdmissionCache::builder()
+    ///     .capacity(10)
+    ///     .shards(1)
+    ///     .weigher(|_, size| *size)
+    ///     .build()?;
+    /// let _ = sizes.insert("b", 4);
+    /// let _ = sizes.insert("a", 4);
+    /// let mut removed = Vec::new();
+    /// sizes.entry(&"a").and_compute_collecting(|size| Op::Put(size.copied().unwrap_or(0) + 4), &mut removed);
+    /// assert_eq!(removed, [("b", 4, RemovalCause::Evicted), ("a", 4, RemovalCause::Replaced)]);
+    /// assert!(sizes.weight() <= 10);
+    /// # Ok::<(), cuckoo_gate::BuildError>(())
+    /// ```
+    pub fn and_compute_collecting(
+        self,
+        f: impl FnOnce(Option<&V>) -> Op<V>,
+        removed: &mut Vec<(K, V, RemovalCause)>,
+    ) -> Computed<V> {
+        self.compute(f, Some(removed))
+    }
+
+    /// A compute, telling the listener of what left, or handing it to `collect`.
+    fn compute(
+        self,
+        f: impl FnOnce(Option<&V>) -> Op<V>,
+        collect: Option<&mut Vec<(K, V, RemovalCause)>>,
+    ) -> Computed<V> {
         let cache = self.cache;
         let keys = cache.hashing.keys();
         let hash = keys.hash(self.key);
@@ -164,7 +207,10 @@ where
             load: None,
             keys,
         };
-        let mut leftovers = cache.leftovers();
+        let mut leftovers = match collect {
+            Some(_) => Leftovers::new(true),
+            None => cache.leftovers(),
+        };
         let weigh = |key: &K, value: &V| (cache.weigh(key, value), cache.span_of(key, value));
         let mut held = cache.shard(hash).write();
         while !cache.hashing.is_current(write.keys) {
@@ -193,7 +239,7 @@ where
         } else {
             held.compute(hash, self.key, Q::to_owned, f, weigh, &write, &mut leftovers)
         };
-        let keep = cache.listener.is_some();
+        let keep = cache.listener.is_some() || collect.is_some();
         let computed = match outcome {
             Outcome::Kept => Computed::Unchanged,
             Outcome::Inserted => Computed::Inserted,
@@ -214,7 +260,10 @@ where
                 Computed::TooHeavy
             }
         };
-        cache.report(leftovers);
+        match collect {
+            Some(out) => cache.hand_back(leftovers, out),
+            None => cache.report(leftovers),
+        }
         computed
     }
 }

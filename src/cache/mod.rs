@@ -13,6 +13,8 @@
 //! * `refresh.rs`: reloads of stale entries, and where they run.
 //! * `persist.rs`: saving a cache's contents, and restoring them (feature `serde`).
 //! * `entry.rs`: the entry API, an atomic read-modify-write of one key.
+//! * `collect.rs`: writes that hand what they push out to their caller; tracking without
+//!   eviction.
 //!
 //! Each operation hashes its key once; the hash picks the shard, finds the entry in the
 //! shard's table and stands for the key in the gate or the shard's ghosts. Lookups take
@@ -23,11 +25,12 @@
 
 #[cfg(feature = "metrics")]
 mod metrics;
-#[cfg(all(feature = "metrics", feature = "foyer"))]
+#[cfg(all(feature = "metrics", any(feature = "foyer", feature = "pingora")))]
 pub(crate) use self::metrics::AdmissionMetrics;
 mod bloom;
 mod builder;
 mod climber;
+mod collect;
 mod entry;
 mod expiry;
 mod ghost;
@@ -52,6 +55,7 @@ use std::time::Duration;
 use crossbeam_utils::CachePadded;
 
 pub use self::builder::{AdmissionCacheBuilder, ASSUMED_MEAN_WEIGHT, MAX_ASSUMED_ENTRIES};
+pub use self::collect::Tracked;
 pub use self::entry::{Computed, Entry, Op};
 use self::expiry::{ticks, Expiry, Span};
 pub use self::expiry::{Clock, Lifetime, ManualClock};

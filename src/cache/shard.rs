@@ -20,7 +20,7 @@ use super::expiry::{Expiry, Span, Standing};
 use super::listener::RemovalCause;
 use super::policy::{Policy, Removed, SharedSplit, MAX_FREQ};
 use super::store::{Queue, Store};
-use super::{Admission, AdmissionPolicy, Op};
+use super::{Admission, AdmissionPolicy, Op, Tracked};
 use crate::error::BuildError;
 #[cfg(feature = "metrics")]
 use crate::gate::GateStats;
@@ -434,6 +434,45 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         }
         self.settle(before, now, timed, spare, write.gate, out);
         admission
+    }
+
+    /// Counts a request on the key offered in `out.unkept` if it is held (and live), and
+    /// leaves its value as it is (the offered entry stays in `out`); otherwise stores it
+    /// as the policy places a new key, with no admission and no eviction: the shard may
+    /// then hold more than its capacity, until a later write evicts down to it. Whether
+    /// the key was held, stored, or not stored (heavier than the shard).
+    pub(crate) fn track(&mut self, write: &Write<'_>, out: &mut Leftovers<K, V>) -> Tracked {
+        self.written(write.hash);
+        let timed = self.store.deadlines().is_some() || write.span.is_some() || write.expiry.by_default();
+        let now = if timed { write.expiry.clock.now() } else { 0 };
+        let Some((offered, _)) = &out.unkept else {
+            debug_assert!(false, "a track offers an entry");
+            return Tracked::TooHeavy;
+        };
+        if let Some(index) = self.store.find(write.hash, offered) {
+            if !(timed && self.store.expired(index, now)) {
+                match self.policy.kind {
+                    AdmissionPolicy::Always => self.store.requeue(index, Queue::Main),
+                    _ => self.store.entry(index).touch(MAX_FREQ),
+                }
+                return Tracked::Held;
+            }
+            let old = self.store.remove(index);
+            out.removed.push((old.key, old.value), RemovalCause::Expired);
+            self.counters.expirations += 1;
+        }
+        if u64::from(write.weight) > self.policy.capacity {
+            self.counters.rejected += 1;
+            return Tracked::TooHeavy;
+        }
+        let (key, value) = out.unkept.take().expect("the offered entry");
+        let queue = self.policy.place(&self.store, write.hash, write.weight);
+        let index = self.store.insert(key, value, write.hash, write.weight, queue);
+        if timed {
+            self.store.set_deadline(index, now, write.span, write.expiry);
+        }
+        self.counters.admitted += 1;
+        Tracked::Stored
     }
 
     /// Gives the entry at `index` its new `value` of `weight`, as a request on it; returns
