@@ -611,8 +611,9 @@ impl<S: Shape> Table<S> {
         new.carry_counters(self.totals());
     }
 
-    /// Adds the removals and relocations of `totals` (a predecessor's, or a snapshot's) to
-    /// this table's first stripe. The table is not yet shared.
+    /// Carries the removals and relocations of `totals` (a predecessor's, or a snapshot's)
+    /// over: the removals into this table's first stripe, the relocations as those counted
+    /// before this table. The table is new and not yet shared.
     pub(crate) fn carry_counters(&self, totals: Totals) {
         self.stripes[0].add_removes(totals.removes);
         self.relocations_carried.store(totals.relocations, Ordering::Relaxed);
