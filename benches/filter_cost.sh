@@ -22,7 +22,7 @@ over=0
 # op, N and 2N, budget: lookups of absent keys and of keys in their first bucket (at 65%
 # load); the mean insert of a fill from empty to 60% (N = 0 and 600 per mille: the
 # reference benchmark's fill), and inserts from 57.5% to 62.5% load (no budget).
-for row in "absent 524288 1048576 100" "present 524288 1048576 70" "fill 0 600 200" "insert 15000 30000 -"; do
+for row in "absent 524288 1048576 103" "present 524288 1048576 65" "fill 0 600 152" "insert 15000 30000 -"; do
     read -r op n1 n2 budget <<<"$row"
     one=$(count "$op" "$n1")
     two=$(count "$op" "$n2")

@@ -11,8 +11,9 @@ use crate::primitive::{AtomicU64, Ordering};
 
 /// A reader trusts its optimistic loads without re-checking the stripe stamps.
 pub(crate) const SKIP_VALIDATION: bool = cfg!(cuckoo_gate_broken = "skip_validation");
-/// A reader reads its second bucket before taking that bucket's stripe stamp.
-pub(crate) const LATE_SECOND_STAMP: bool = cfg!(cuckoo_gate_broken = "late_second_stamp");
+/// A relocation marks its move on the stamp of another fingerprint class than its entry's,
+/// the one that lookups of the moved key validate.
+pub(crate) const STRAY_STAMP: bool = cfg!(cuckoo_gate_broken = "stray_stamp");
 /// A relocation clears the source, unlocks, and only then writes the copy.
 pub(crate) const SPLIT_MOVE: bool = cfg!(cuckoo_gate_broken = "split_move");
 /// `insert_unique` checks and inserts under two separate lock holds.

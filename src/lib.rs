@@ -66,12 +66,15 @@
 //!
 //! * Buckets are grouped into lock *stripes*, each with a version word used as a seqlock.
 //!   Writers lock the (at most two) stripes they touch, in index order.
-//! * Lookups take no lock and write no shared memory: they read the first bucket's version
-//!   stamp, then the bucket and, if it does not match, the second bucket's stamp, then
-//!   that bucket. A match is answered at once (a writer stored it; a read torn by a
-//!   concurrent write can at worst add a false positive). A miss re-checks the stamps and
-//!   retries if a writer intervened; after 16 failed tries the lookup locks, so it cannot
-//!   starve.
+//! * Lookups take no lock and write no shared memory: they read one stamp, that of the
+//!   key's fingerprint class (`fp mod stripes`), then the first bucket and, if it does not
+//!   match, the second. A match is answered at once (a writer stored it; a read torn by a
+//!   concurrent write can at worst add a false positive). A miss re-checks the one stamp
+//!   and retries if a relocation of an entry of that class (or a `clear`) intervened:
+//!   only a move can hide a present key, and every relocation marks its entry's class
+//!   before and after the move, so inserts and removes never make a lookup retry. After
+//!   16 failed tries the lookup locks both buckets' stripes, so it cannot starve.
+//!   (`count` validates both buckets' stripe versions, which every write changes.)
 //! * Every stored fingerprint is, at every instant, in one of its two buckets (or
 //!   windows), and every move happens in one lock hold over its source and destination.
 //!   Hence **a lookup for a key that was inserted and not removed never misses**,
@@ -88,9 +91,10 @@
 //!   it and thaws it: it holds the contents of one instant, lookups never block, and
 //!   writers pause for the copy (not the I/O).
 //! * The only `unsafe` code is in `src/filter/current.rs` (following the table pointer,
-//!   freeing the tables on drop), two unchecked accessors in `src/filter/table.rs`
+//!   freeing the tables on drop), three unchecked accessors in `src/filter/table.rs`
 //!   (`Table::word`: a bucket's words, read and written, in range by the table's padding;
-//!   `Table::stripe_at`: a stripe, in range by its mask),
+//!   `Table::stripe_at` and `Table::stamp_of`: a stripe or a fingerprint class's stamp, in
+//!   range by its mask),
 //!   three hints in `src/primitive.rs` (the prefetch, used by
 //!   lookups, `contains_batch`, inserts and the cache; the request for huge pages on
 //!   Linux; the release of a retired table's pages), one SSE2 compare in

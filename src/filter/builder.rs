@@ -2,7 +2,7 @@
 
 use super::bucket::{GROUP_SLOTS, SLOTS};
 use super::hash::{Geometry, Layout};
-use super::stripe::Stripe;
+use super::stripe::{MoveStamp, Stripe};
 use super::table::table_bytes;
 use super::{AnyTable, CuckooFilter};
 use crate::error::BuildError;
@@ -38,7 +38,7 @@ pub(crate) fn default_stripes(geometry: Geometry) -> usize {
         Layout::Buckets => stripes,
         Layout::Windows => {
             let table_bytes = geometry.slots().saturating_mul(geometry.slot_bits() as usize) / 8;
-            let most = table_bytes / 128 / std::mem::size_of::<Stripe>();
+            let most = table_bytes / 128 / (std::mem::size_of::<Stripe>() + std::mem::size_of::<MoveStamp>());
             stripes.min(1 << most.max(1).ilog2())
         }
     }

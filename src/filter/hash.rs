@@ -381,11 +381,18 @@ impl Geometry {
         // `i1 = fast_range(hash, B 2^level)`: the base bucket's children after each doubling
         // are chosen by the next bits of the fraction, which also give the extension bits of
         // the doublings still to come.
+        let (i1, fp, ext) = self.first_entry(hash);
+        Probe { i1, i2: self.second_bucket(i1, fp), v1: fp << 1, v2: fp << 1 | 1, ext }
+    }
+
+    /// A key's first bucket, fingerprint and extension bits in the bucket layout: what an
+    /// insert needs before it tries the first bucket.
+    #[inline(always)]
+    pub(crate) fn first_entry(&self, hash: u64) -> (usize, u64, u64) {
         let t = hash as u128 * self.buckets() as u128;
         let (i1, frac) = ((t >> 64) as usize, t as u64);
         let ext = frac >> (63 - self.doublings_left()) >> 1;
-        let fp = self.fingerprint(hash);
-        Probe { i1, i2: self.second_bucket(i1, fp), v1: fp << 1, v2: fp << 1 | 1, ext }
+        (i1, self.fingerprint(hash), ext)
     }
 
     /// A key's first bucket and fingerprint in the bucket layout: what a lookup needs
@@ -597,6 +604,8 @@ mod tests {
             // A lookup's two halves name the probe's buckets and values.
             let (i1, fp) = g.first_bucket(hash);
             prop_assert_eq!((i1, fp << 1, g.second_bucket(i1, fp), fp << 1 | 1), (p.i1, p.v1, p.i2, p.v2));
+            // And an insert's first half names the probe's first bucket and extension bits.
+            prop_assert_eq!(g.first_entry(hash), (p.i1, p.v1 >> 1, p.ext));
         }
 
         /// A grown table places keys where the base bucket and the next bits of the

@@ -13,8 +13,9 @@
 //! * `grow.rs`: doubling the table when it is full, and the freeze it shares with snapshots.
 //!
 //! The concurrency protocol, in the order a reader meets it: `current.rs` (which table),
-//! `table.rs` (`holds_either` and `read_pair`: optimistic reads of two buckets),
-//! `stripe.rs` (the stamps they validate against, and the locks and freezing writers use),
+//! `table.rs` (`holds_either`: one stamp per lookup; `read_pair`: two buckets at one
+//! instant), `stripe.rs` (the stamps they validate against, and the locks and freezing
+//! writers use),
 //! `relocate.rs` (moves that keep every entry visible), `grow.rs` (doubling).
 //! `crate::broken` lists the deliberate breaks the loom models must catch.
 
@@ -162,8 +163,10 @@ pub const BATCH: usize = 16;
 /// meant to be shared, e.g. in an `Arc`.
 ///
 /// Locking behaviour: lookups (`contains`, `count`) are lock-free and never block a
-/// writer; they retry while a writer changes one of their buckets, and after 16 tries take
-/// the two stripe locks, so they cannot starve. Writers (`insert`, `insert_unique`,
+/// writer. `contains` reads one stamp, the key's two buckets, and the stamp again, and
+/// retries only while a relocation moves an entry of its fingerprint's class (inserts and
+/// removes do not disturb it); `count` retries while a writer changes one of its buckets.
+/// After 16 tries either takes the two stripe locks, so it cannot starve. Writers (`insert`, `insert_unique`,
 /// `remove`) lock the stripes of the buckets they touch, at most two at a time;
 /// `clear` locks every stripe.
 ///
@@ -386,9 +389,8 @@ impl CuckooFilter {
     /// geometry, which says whether to grow.
     #[inline]
     fn try_insert(&self, hash: u64, unique: bool) -> Result<bool, (Refused, Geometry)> {
-        self.current.with(|table| {
-            with_table!(table, t => t.insert(t.probe(hash), unique)).map_err(|r| (r, *table.geometry()))
-        })
+        self.current
+            .with(|table| with_table!(table, t => t.insert(hash, unique)).map_err(|r| (r, *table.geometry())))
     }
 
     /// [`insert_hash`](Self::insert_hash) after the current table refused it: waits for a

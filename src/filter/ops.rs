@@ -37,20 +37,39 @@ impl From<Frozen> for Refused {
 const MAX_ATTEMPTS: usize = 8;
 
 impl<S: Shape> Table<S> {
-    /// Stores the key of `p`; with `unique`, only if it is absent. `Ok(false)` means it was
-    /// present and `unique` was set.
+    /// Stores the key with hash `hash`; with `unique`, only if it is absent. `Ok(false)`
+    /// means it was present and `unique` was set.
     #[inline]
-    pub(crate) fn insert(&self, p: Probe, unique: bool) -> Result<bool, Refused> {
-        let lanes = self.lanes();
-        // Start loading both buckets (and the side bits a put writes) before taking a
+    pub(crate) fn insert(&self, hash: u64, unique: bool) -> Result<bool, Refused> {
+        if S::WINDOWED || unique {
+            return self.insert_probed(self.probe(hash), unique);
+        }
+        // Fast path: most inserts find room in the first bucket, and a plain insert needs
+        // only that bucket's stripe (every writer of the bucket holds it). The second
+        // bucket is worked out only if the first is full, as in a lookup.
+        let (i1, fp, ext) = self.geometry().first_entry(hash);
+        // Start loading the bucket (and the side bits a put writes) before taking the
         // lock, so that their cache misses overlap the lock's compare-and-swap.
+        self.prefetch_bucket(i1);
+        self.prefetch_ext(i1);
+        {
+            let locked = self.lock_pair(i1, i1)?;
+            if let Some(lane) = self.lanes().empties(locked.bucket(i1)).lowest() {
+                locked.put(i1, lane, fp << 1, ext);
+                return Ok(true);
+            }
+        }
+        self.insert_in_pair(self.probe(hash), false)
+    }
+
+    /// [`Table::insert`] for a key already probed: a windowed table's, or `insert_unique`.
+    #[inline]
+    fn insert_probed(&self, p: Probe, unique: bool) -> Result<bool, Refused> {
+        let lanes = self.lanes();
         self.prefetch_bucket(p.i1);
         self.prefetch_bucket(p.i2);
         self.prefetch_ext(p.i1);
         if !unique {
-            // Fast path: most inserts find room in the first bucket, and a plain insert
-            // needs only that bucket's stripe (every writer of the bucket holds it, every
-            // reader validates it). `insert_unique` must check both buckets under lock.
             let locked = self.lock_pair(p.i1, p.i1)?;
             if let Some(lane) = lanes.empties(locked.bucket(p.i1)).lowest() {
                 locked.put(p.i1, lane, p.v1 | Lanes::<S>::offset(lane), p.ext);
@@ -66,6 +85,7 @@ impl<S: Shape> Table<S> {
     fn insert_in_pair(&self, p: Probe, unique: bool) -> Result<bool, Refused> {
         let lanes = self.lanes();
         // A put into the second bucket, or a relocation out of it, writes its side bits.
+        self.prefetch_bucket(p.i2);
         self.prefetch_ext(p.i2);
         for _ in 0..MAX_ATTEMPTS {
             {

@@ -1,15 +1,17 @@
-//! Lock stripes: one seqlock version word per group of buckets.
+//! Lock stripes: one seqlock version word per group of buckets; and the move stamps that
+//! lookups validate, one per class of fingerprints ([`MoveStamp`]).
 //!
 //! A stripe's version is even while no writer holds it and odd while one does.
 //!
 //! * Writers: [`Stripe::lock`] swaps even → odd with `Acquire` (so the writer sees what the
 //!   last holder wrote), every data store under the lock is a `Release` store, and
 //!   [`Stripe::unlock`] stores odd + 1 with `Release`.
-//! * Readers: [`Stripe::optimistic_read`] loads the version with `Acquire` (and gives up if
-//!   it is odd), reads the data with `Relaxed` loads, and checks
+//! * Readers (`count`): [`Stripe::optimistic_read`] loads the version with `Acquire` (and
+//!   gives up if it is odd), reads the data with `Relaxed` loads, and checks
 //!   [`Stripe::unchanged_since`], which issues `fence(Acquire)` and re-loads the version
-//!   (as crossbeam's `SeqLock::validate_read` does). A lookup that found its key skips the
-//!   check: a value read was stored by a writer, so only "absent" needs the validation.
+//!   (as crossbeam's `SeqLock::validate_read` does). A lookup (`contains`) validates its
+//!   fingerprint class's [`MoveStamp`] instead, in the same way, and skips the check when
+//!   it found its key: a value read was stored by a writer, so only "absent" needs it.
 //!
 //! Why that validates: if a reader's relaxed load returns a value that a writer stored,
 //! that store is a `Release` store, so the reader's later acquire fence synchronises with
@@ -33,8 +35,11 @@
 //! table once it is released.
 //!
 //! Besides the version, each stripe keeps the counters that writers update while they hold
-//! it (items stored in its buckets, relocations), so writers never contend on a global
-//! counter; readers of the totals sum over the stripes. The counters wrap at 2^64 rather
+//! it (items stored in its buckets, removals), so writers never contend on a global
+//! counter; readers of the totals sum over the stripes. Relocations are counted by the
+//! [`MoveStamp`]s, one per fingerprint class, in an array of their own: lookups read them,
+//! and only relocations write them, so a lookup's stamp shares no cache line with the
+//! words that inserts and removes write. The counters wrap at 2^64 rather
 //! than overflow (unreachable by counting, but a restored snapshot may start them anywhere).
 
 use crate::primitive::{fence, AtomicU64, AtomicUsize, Backoff, Ordering};
@@ -51,14 +56,106 @@ pub(crate) struct Frozen;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Stamp(u64);
 
+/// Bits of a [`MoveStamp`] counting what is in progress; the bits above count the
+/// relocations begun.
+const IN_PROGRESS_BITS: u32 = 20;
+
+/// What [`MoveStamp::begin`] adds: one relocation begun, one thing in progress.
+const MOVE_BEGUN: u64 = 1 << IN_PROGRESS_BITS | 1;
+
+/// The stamp of one fingerprint class, which a lookup validates (see `table.rs`, "One
+/// stamp per lookup"). Its low [`IN_PROGRESS_BITS`] count the relocations of the class's
+/// entries in progress (and a `clear`), the bits above the relocations begun; only a
+/// relocation or a `clear` changes it, never an insert or a remove.
+///
+/// Several relocations of one class may run at once (they hold different stripes), so the
+/// stamp is a counter updated by read-modify-writes, not a lock. A reader's stamp is one
+/// with nothing in progress; if it still reads the same after the reader's loads, no
+/// relocation of the class began meanwhile, and none was in progress before. Why that
+/// validates, for a relocation that moved an entry of the reader's key between its loads:
+/// the reader read a slot that the relocation stored (a `Release` store after the stamp's
+/// [`MoveStamp::begin`]) and then issued its acquire fence, so its re-load sees that begin
+/// or a later value, whose count of relocations begun differs from its stamp's. If instead
+/// its stamp was taken after the relocation's [`MoveStamp::end`] (a `Release`
+/// read-modify-write, which every later one continues), its `Acquire` load synchronises
+/// with it, and its loads see the relocation's stores.
+///
+/// A `clear` marks itself in progress and then done, which leaves the stamp as it was: a
+/// reader that validates across a whole clear may answer "absent", which is true right
+/// after the clear; one that overlaps only part of it sees it in progress and retries.
+#[derive(Debug)]
+pub(crate) struct MoveStamp(AtomicU64);
+
+impl MoveStamp {
+    pub(crate) fn new() -> Self {
+        MoveStamp(AtomicU64::new(0))
+    }
+
+    /// Starts an optimistic read: `None` while a relocation of the class (or a `clear`)
+    /// is in progress.
+    #[inline]
+    pub(crate) fn optimistic_read(&self) -> Option<Stamp> {
+        let stamp = self.read();
+        Self::settled(stamp).then_some(stamp)
+    }
+
+    /// Starts an optimistic read whose reader checks [`MoveStamp::settled`] later: a
+    /// reader that finds its key needs no stamp, so it tests the stamp only on a miss.
+    #[inline]
+    pub(crate) fn read(&self) -> Stamp {
+        Stamp(self.0.load(Ordering::Acquire))
+    }
+
+    /// Whether `stamp`, from [`MoveStamp::read`], can start an optimistic read: nothing of
+    /// the class was in progress when it was taken.
+    #[inline]
+    pub(crate) fn settled(stamp: Stamp) -> bool {
+        stamp.0 & ((1 << IN_PROGRESS_BITS) - 1) == 0
+    }
+
+    /// Ends an optimistic read: whether nothing of the class moved since `stamp` was
+    /// taken. The fence orders the caller's data loads before the stamp's re-load.
+    #[inline]
+    pub(crate) fn unchanged_since(&self, stamp: Stamp) -> bool {
+        fence(Ordering::Acquire);
+        self.0.load(Ordering::Relaxed) == stamp.0
+    }
+
+    /// Marks a relocation of one of the class's entries as begun; the caller holds the
+    /// stripes of both buckets, and its stores that follow are `Release` stores.
+    #[inline]
+    pub(crate) fn begin(&self) {
+        self.0.fetch_add(MOVE_BEGUN, Ordering::Relaxed);
+    }
+
+    /// Marks the relocation begun by [`MoveStamp::begin`] as done.
+    #[inline]
+    pub(crate) fn end(&self) {
+        self.0.fetch_sub(1, Ordering::Release);
+    }
+
+    /// Marks a `clear` (which holds every stripe) as in progress.
+    pub(crate) fn hold(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Marks the `clear` held by [`MoveStamp::hold`] as done.
+    pub(crate) fn release(&self) {
+        self.0.fetch_sub(1, Ordering::Release);
+    }
+
+    /// Relocations of the class's entries begun so far (wrapping at 2^44).
+    pub(crate) fn begun(&self) -> u64 {
+        self.0.load(Ordering::Relaxed) >> IN_PROGRESS_BITS
+    }
+}
+
 /// One lock stripe.
 #[derive(Debug)]
 pub(crate) struct Stripe {
     version: AtomicU64,
     /// Occupied slots in this stripe's buckets. Written only under the lock.
     items: AtomicUsize,
-    /// Fingerprints moved out of this stripe's buckets. Written only under the lock.
-    relocations: AtomicU64,
     /// Fingerprints removed from this stripe's buckets by `remove` or `clear`. With
     /// `items`, gives the monotonic insert count: inserts = items + removes. Written only
     /// under the lock.
@@ -67,12 +164,7 @@ pub(crate) struct Stripe {
 
 impl Stripe {
     pub(crate) fn new() -> Self {
-        Stripe {
-            version: AtomicU64::new(0),
-            items: AtomicUsize::new(0),
-            relocations: AtomicU64::new(0),
-            removes: AtomicU64::new(0),
-        }
+        Stripe { version: AtomicU64::new(0), items: AtomicUsize::new(0), removes: AtomicU64::new(0) }
     }
 
     /// Starts an optimistic read: `None` while a writer holds the stripe.
@@ -165,13 +257,6 @@ impl Stripe {
         self.items.store(items.wrapping_add_signed(delta), Ordering::Relaxed);
     }
 
-    /// Counts `n` relocations; the caller holds the lock (or the table is not yet shared).
-    #[inline]
-    pub(crate) fn add_relocations(&self, n: u64) {
-        let relocations = self.relocations.load(Ordering::Relaxed);
-        self.relocations.store(relocations.wrapping_add(n), Ordering::Relaxed);
-    }
-
     /// Counts `n` removals; the caller holds the lock.
     #[inline]
     pub(crate) fn add_removes(&self, n: u64) {
@@ -193,10 +278,5 @@ impl Stripe {
     #[inline]
     pub(crate) fn items(&self) -> usize {
         self.items.load(Ordering::Relaxed)
-    }
-
-    #[inline]
-    pub(crate) fn relocations(&self) -> u64 {
-        self.relocations.load(Ordering::Relaxed)
     }
 }

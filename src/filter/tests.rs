@@ -496,3 +496,23 @@ fn a_full_table_searches_briefly_until_a_key_leaves() {
         assert!((0..key).all(|k| f.contains(&k)), "{layout:?}: nothing lost");
     }
 }
+
+/// Relocations are counted by the fingerprint classes' move stamps: a fill to a doubling
+/// counts some, a doubling and a snapshot carry them over, and `clear` (which marks every
+/// stamp while it zeroes the table) adds none.
+#[test]
+fn relocations_are_counted_across_doubling_clear_and_snapshot() {
+    let f = CuckooFilter::builder().capacity(1_000).max_capacity(4_000).seed(3).build().unwrap();
+    let mut key = 0u64;
+    while f.stats().doublings == 0 {
+        f.insert(&key).unwrap();
+        key += 1;
+    }
+    let moved = f.stats().relocations;
+    assert!(moved > 0, "a fill to a doubling relocates");
+    f.clear();
+    assert_eq!((f.stats().relocations, f.len()), (moved, 0));
+    let mut bytes = Vec::new();
+    f.snapshot(&mut bytes).unwrap();
+    assert_eq!(CuckooFilter::restore(&mut bytes.as_slice()).unwrap().stats().relocations, moved);
+}
