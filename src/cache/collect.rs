@@ -12,7 +12,7 @@
 use std::hash::Hash;
 
 use super::listener::RemovalCause;
-use super::shard::{Leftovers, Write};
+use super::shard::Leftovers;
 use super::{Admission, AdmissionCache, AdmissionPolicy};
 
 /// What [`AdmissionCache::track`] did.
@@ -53,23 +53,8 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// ```
     #[must_use = "the policy may not store the entry: see `Admission`"]
     pub fn insert_collecting(&self, key: K, value: V, removed: &mut Vec<(K, V, RemovalCause)>) -> Admission {
-        let keys = self.hashing.keys();
-        let hash = keys.hash(&key);
-        if self.loads.keeps_failures() {
-            self.loads.end_failure(hash, &key);
-        }
-        let write = Write {
-            hash,
-            weight: self.weigh(&key, &value),
-            span: self.span_of(&key, &value),
-            gate: self.gate.as_ref(),
-            expiry: &self.expiry,
-            load: None,
-            keys,
-        };
         let mut leftovers = Leftovers::new(true);
-        leftovers.unkept = Some((key, value));
-        let admission = self.insert_into_shard(&write, &mut leftovers);
+        let admission = self.write_into(key, value, None, &mut leftovers);
         self.hand_back(leftovers, removed);
         admission
     }
@@ -116,15 +101,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
                 return Tracked::Held;
             }
         }
-        let mut write = Write {
-            hash,
-            weight: self.weigh(&key, &value),
-            span: self.span_of(&key, &value),
-            gate: self.gate.as_ref(),
-            expiry: &self.expiry,
-            load: None,
-            keys,
-        };
+        let mut write = self.write_of(keys, hash, &key, &value, None);
         let mut leftovers = self.leftovers();
         let tracked = {
             let mut held = shard.write();

@@ -73,7 +73,7 @@ use crate::broken;
 #[cfg(feature = "metrics")]
 use crate::gate::GateStats;
 use crate::gate::SeenBefore;
-use crate::hashing::Hashing;
+use crate::hashing::{Hashing, Keys};
 use crate::primitive::{AtomicU64, Ordering, Tally};
 
 /// Default gate size under [`AdmissionPolicy::SecondHit`], in cache entries: how many
@@ -458,25 +458,46 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// An insert, with `span` if given (else the entry's own from `expire_after`, or the
     /// cache's).
     fn write(&self, key: K, value: V, span: Option<Span>) -> Admission {
+        let mut leftovers = self.leftovers();
+        let admission = self.write_into(key, value, span, &mut leftovers);
+        self.report(leftovers);
+        admission
+    }
+
+    /// [`write`](Self::write), leaving what it removes (and the entry, if not kept) in
+    /// `out`.
+    #[inline(always)]
+    fn write_into(&self, key: K, value: V, span: Option<Span>, out: &mut Leftovers<K, V>) -> Admission {
         let keys = self.hashing.keys();
         let hash = keys.hash(&key);
         if self.loads.keeps_failures() {
             self.loads.end_failure(hash, &key);
         }
-        let write = Write {
+        let write = self.write_of(keys, hash, &key, &value, span);
+        out.unkept = Some((key, value));
+        self.insert_into_shard(&write, out)
+    }
+
+    /// What a user's write of `key` (of `hash`, by `keys`) and `value` stores, with `span`
+    /// if given (else the entry's own from `expire_after`, or the cache's).
+    #[inline(always)]
+    fn write_of<'a>(
+        &'a self,
+        keys: &'a Keys,
+        hash: u64,
+        key: &K,
+        value: &V,
+        span: Option<Span>,
+    ) -> Write<'a> {
+        Write {
             hash,
-            weight: self.weigh(&key, &value),
-            span: span.or_else(|| self.span_of(&key, &value)),
+            weight: self.weigh(key, value),
+            span: span.or_else(|| self.span_of(key, value)),
             gate: self.gate.as_ref(),
             expiry: &self.expiry,
             load: None,
             keys,
-        };
-        let mut leftovers = self.leftovers();
-        leftovers.unkept = Some((key, value));
-        let admission = self.insert_into_shard(&write, &mut leftovers);
-        self.report(leftovers);
-        admission
+        }
     }
 
     /// [`Shard::insert`] under the key's shard's write lock, with the hits that lock has
