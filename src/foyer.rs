@@ -32,7 +32,7 @@ use ::foyer::{Statistics, StorageFilterCondition, StorageFilterResult};
 
 #[cfg(feature = "metrics")]
 use crate::cache::AdmissionMetrics;
-use crate::primitive::{AtomicU64, Ordering};
+use crate::sightings::Sightings;
 use crate::SeenBefore;
 
 /// Admits an entry to foyer's disk tier on its second sighting: the first time foyer
@@ -45,15 +45,7 @@ use crate::SeenBefore;
 /// consulted; combine with foyer's other conditions for that.
 #[derive(Clone)]
 pub struct SecondSighting {
-    shared: Arc<Shared>,
-}
-
-struct Shared {
-    gate: SeenBefore,
-    admitted: AtomicU64,
-    rejected: AtomicU64,
-    #[cfg(feature = "metrics")]
-    metrics: Option<AdmissionMetrics>,
+    shared: Arc<Sightings>,
 }
 
 /// Counters of a [`SecondSighting`] condition.
@@ -91,48 +83,36 @@ impl SecondSighting {
 
     fn with_parts(gate: SeenBefore, #[cfg(feature = "metrics")] metrics: Option<AdmissionMetrics>) -> Self {
         SecondSighting {
-            shared: Arc::new(Shared {
+            shared: Arc::new(Sightings::new(
                 gate,
-                admitted: AtomicU64::new(0),
-                rejected: AtomicU64::new(0),
                 #[cfg(feature = "metrics")]
                 metrics,
-            }),
+            )),
         }
     }
 
     /// The gate answering for this condition.
     pub fn gate(&self) -> &SeenBefore {
-        &self.shared.gate
+        self.shared.gate()
     }
 
     /// Whether an entry whose key foyer hashed to `hash` goes to disk, recording it.
+    /// Foyer's default hasher is unseeded: the hash is re-mixed with the gate's seed.
     pub fn admit(&self, hash: u64) -> bool {
-        let shared = &self.shared;
-        // Foyer's default hasher is unseeded; re-mixing its hash with the gate's random
-        // seed keeps keys crafted to collide in one process from colliding in another.
-        let admitted = shared.gate.check_and_record_hash(shared.gate.hash(&hash));
-        let counter = if admitted { &shared.admitted } else { &shared.rejected };
-        counter.fetch_add(1, Ordering::Relaxed);
-        admitted
+        self.shared.admit(hash)
     }
 
     /// Admissions and rejections so far.
     pub fn stats(&self) -> SecondSightingStats {
-        SecondSightingStats {
-            admitted: self.shared.admitted.load(Ordering::Relaxed),
-            rejected: self.shared.rejected.load(Ordering::Relaxed),
-        }
+        let (admitted, rejected) = self.shared.counts();
+        SecondSightingStats { admitted, rejected }
     }
 
     /// Sets the metrics registered by [`with_metrics_name`](Self::with_metrics_name) to the
     /// current counters (nothing without a name).
     #[cfg(feature = "metrics")]
     pub fn publish_metrics(&self) {
-        if let Some(metrics) = &self.shared.metrics {
-            let stats = self.stats();
-            metrics.publish(stats.admitted, stats.rejected, &self.shared.gate.stats());
-        }
+        self.shared.publish_metrics();
     }
 }
 
@@ -149,7 +129,7 @@ impl StorageFilterCondition for SecondSighting {
 impl fmt::Debug for SecondSighting {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SecondSighting")
-            .field("gate", &self.shared.gate)
+            .field("gate", self.shared.gate())
             .field("stats", &self.stats())
             .finish()
     }

@@ -156,6 +156,8 @@ mod metrics;
 #[cfg(feature = "pingora")]
 pub mod pingora;
 mod primitive;
+#[cfg(any(feature = "foyer", feature = "pingora"))]
+mod sightings;
 pub mod snapshot;
 
 pub use cache::{

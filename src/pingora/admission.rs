@@ -10,7 +10,7 @@ use pingora_cache::CacheKey;
 
 #[cfg(feature = "metrics")]
 use crate::cache::AdmissionMetrics;
-use crate::primitive::{AtomicU64, Ordering};
+use crate::sightings::Sightings;
 use crate::{SeenBefore, SnapshotError};
 
 /// Pingora's admission policy on a [`SeenBefore`] gate: a storage miss on a key the gate
@@ -52,15 +52,7 @@ use crate::{SeenBefore, SnapshotError};
 /// ```
 #[derive(Clone)]
 pub struct SecondRequest {
-    shared: Arc<Shared>,
-}
-
-struct Shared {
-    gate: SeenBefore,
-    ready: AtomicU64,
-    deferred: AtomicU64,
-    #[cfg(feature = "metrics")]
-    metrics: Option<AdmissionMetrics>,
+    shared: Arc<Sightings>,
 }
 
 /// Counters of a [`SecondRequest`] policy.
@@ -122,19 +114,17 @@ impl SecondRequest {
 
     fn with_parts(gate: SeenBefore, #[cfg(feature = "metrics")] metrics: Option<AdmissionMetrics>) -> Self {
         SecondRequest {
-            shared: Arc::new(Shared {
+            shared: Arc::new(Sightings::new(
                 gate,
-                ready: AtomicU64::new(0),
-                deferred: AtomicU64::new(0),
                 #[cfg(feature = "metrics")]
                 metrics,
-            }),
+            )),
         }
     }
 
     /// The gate answering for this policy.
     pub fn gate(&self) -> &SeenBefore {
-        &self.shared.gate
+        self.shared.gate()
     }
 
     /// Whether a miss on the key whose [`combined_bin`](CacheHashKey::combined_bin) is
@@ -155,35 +145,24 @@ impl SecondRequest {
     /// ```
     #[inline]
     pub fn admit_bin(&self, bin: &HashBinary) -> bool {
-        let shared = &self.shared;
-        // Blake2b's output is uniform: eight bytes of it are a 64-bit hash. Pingora's hash is
-        // unseeded; re-mixing it with the gate's random seed keeps keys crafted to collide
-        // in one process from colliding in another.
+        // Blake2b's output is uniform: eight bytes of it are a 64-bit hash (Pingora's,
+        // unseeded: the gate re-mixes it with its own seed).
         let mut head = [0u8; 8];
         head.copy_from_slice(&bin[..8]);
-        let hash = u64::from_le_bytes(head);
-        let ready = shared.gate.check_and_record_hash(shared.gate.hash(&hash));
-        let counter = if ready { &shared.ready } else { &shared.deferred };
-        counter.fetch_add(1, Ordering::Relaxed);
-        ready
+        self.shared.admit(u64::from_le_bytes(head))
     }
 
     /// Misses let through and kept out so far.
     pub fn stats(&self) -> SecondRequestStats {
-        SecondRequestStats {
-            ready: self.shared.ready.load(Ordering::Relaxed),
-            deferred: self.shared.deferred.load(Ordering::Relaxed),
-        }
+        let (ready, deferred) = self.shared.counts();
+        SecondRequestStats { ready, deferred }
     }
 
     /// Sets the metrics registered by [`with_metrics_name`](Self::with_metrics_name) to the
     /// current counters (nothing without a name).
     #[cfg(feature = "metrics")]
     pub fn publish_metrics(&self) {
-        if let Some(metrics) = &self.shared.metrics {
-            let stats = self.stats();
-            metrics.publish(stats.ready, stats.deferred, &self.shared.gate.stats());
-        }
+        self.shared.publish_metrics();
     }
 
     /// Writes the gate's snapshot (see [`SeenBefore::snapshot`]): what it remembers, and
@@ -193,7 +172,7 @@ impl SecondRequest {
     ///
     /// The writer's.
     pub fn snapshot<W: Write + ?Sized>(&self, writer: &mut W) -> io::Result<()> {
-        self.shared.gate.snapshot(writer)
+        self.shared.gate().snapshot(writer)
     }
 
     /// A policy on the gate a [`snapshot`](Self::snapshot) wrote, with counters at zero.
@@ -249,7 +228,7 @@ impl PingoraAdmission for SecondRequest {
 impl fmt::Debug for SecondRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SecondRequest")
-            .field("gate", &self.shared.gate)
+            .field("gate", self.shared.gate())
             .field("stats", &self.stats())
             .finish()
     }
