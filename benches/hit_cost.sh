@@ -29,10 +29,10 @@ budget() {
         get-ttl) echo 122 ;;
         get-or-insert-ttl) echo "x1.05 of get-ttl" ;;
         get-or-insert-fresh) echo "x1.15 of get" ;;
-        insert) echo 630 ;;
-        insert-ttl) echo 673 ;;
-        get-or-insert-miss) echo 1466 ;;
-        read-through) echo 240 ;;
+        insert) echo 587 ;;
+        insert-ttl) echo 629 ;;
+        get-or-insert-miss) echo 1458 ;;
+        read-through) echo 235 ;;
         *) echo "" ;;
     esac
 }

@@ -82,8 +82,7 @@ fn main() {
     let cache: AdmissionCache<u64, u64> = builder.build().unwrap();
     (0..KEYS).for_each(|k| _ = cache.insert(k, k));
     if writes {
-        let loading = call == "get-or-insert-miss";
-        let stored = (KEYS..KEYS + n).filter(|&key| write(&cache, black_box(key), loading)).count();
+        let stored = write_new(&cache, n, call == "get-or-insert-miss");
         println!("{call}: {n} new keys written, {stored} stored; {} held", cache.len());
         return;
     }
@@ -213,13 +212,25 @@ fn get_or_insert_async(cache: &AdmissionCache<u64, u64>, key: u64, waker: &Waker
     }
 }
 
+/// Writes `n` new keys, through `get_or_insert_with` if `loading`, else `insert`; how
+/// many were stored. Decided once, so that each call's loop holds only its own call.
 #[inline(never)]
-fn write(cache: &AdmissionCache<u64, u64>, key: u64, loading: bool) -> bool {
+fn write_new(cache: &AdmissionCache<u64, u64>, n: u64, loading: bool) -> usize {
     if loading {
-        cache.get_or_insert_with(&key, || key) == key
+        (KEYS..KEYS + n).filter(|&key| load(cache, black_box(key))).count()
     } else {
-        cache.insert(key, key) == cuckoo_gate::Admission::Admitted
+        (KEYS..KEYS + n).filter(|&key| insert(cache, black_box(key))).count()
     }
+}
+
+#[inline(never)]
+fn insert(cache: &AdmissionCache<u64, u64>, key: u64) -> bool {
+    cache.insert(key, key) == cuckoo_gate::Admission::Admitted
+}
+
+#[inline(never)]
+fn load(cache: &AdmissionCache<u64, u64>, key: u64) -> bool {
+    cache.get_or_insert_with(&key, || key) == key
 }
 
 #[inline(never)]

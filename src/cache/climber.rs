@@ -32,15 +32,20 @@ const DECAY: f64 = 0.98;
 const RESTART: f64 = 0.05;
 
 /// A shard's climber: the sample so far, the last sample's hit ratio and the next step.
+///
+/// A miss costs a decrement and a comparison: the sample ends when the hits the shard's
+/// lock has counted since it began reach `left`, which starts at the sample's length and
+/// comes one closer with each miss (hits and misses together make the sample).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Climber {
     /// Requests per sample.
     sample: u64,
-    /// The hits the shard's lock had counted at the last miss seen.
-    seen: u64,
-    /// Hits and misses in the sample so far.
-    hits: u64,
-    misses: u64,
+    /// The hits the shard's lock had counted when the sample began (wrapping: a restored
+    /// sample may have begun before the lock counted any).
+    start: u64,
+    /// The sample's length less its misses so far: the sample ends when the hits since
+    /// `start` reach it.
+    left: u64,
     /// The hit ratio of the last sample.
     previous: f64,
     /// The next move, as a share of the full reach: its sign is the direction.
@@ -53,39 +58,45 @@ impl Climber {
     /// [`MIN_SAMPLE`] at least). Its first move shortens the reach (it starts full).
     pub(crate) fn new(hits: u64, keys: usize) -> Self {
         let sample = SAMPLE.saturating_mul(keys as u64).max(MIN_SAMPLE);
-        Climber { sample, seen: hits, hits: 0, misses: 0, previous: 0.0, step: -STEP }
+        Climber { sample, start: hits, left: sample, previous: 0.0, step: -STEP }
     }
 
     /// Counts a miss, with `hits` the hits the shard's lock has counted so far; at the
     /// end of a sample, the move to make to the reach, as a share of the full reach.
     #[inline]
     pub(crate) fn miss(&mut self, hits: u64) -> Option<f64> {
-        self.hits += hits.wrapping_sub(self.seen);
-        self.seen = hits;
-        self.misses += 1;
-        if self.hits + self.misses < self.sample {
+        self.left -= 1;
+        if hits.wrapping_sub(self.start) < self.left {
             return None;
         }
-        Some(self.adjust())
+        Some(self.adjust(hits))
     }
 
-    /// The end of a sample: the move, and the step after it.
+    /// Hits and misses in the sample so far, with `hits` the lock's count.
+    fn counts(&self, hits: u64) -> (u64, u64) {
+        (hits.wrapping_sub(self.start), self.sample - self.left)
+    }
+
+    /// The end of a sample, with `hits` the lock's count: the move, and the step after it.
     #[cold]
     #[inline(never)]
-    fn adjust(&mut self) -> f64 {
-        let rate = self.hits as f64 / (self.hits + self.misses) as f64;
+    fn adjust(&mut self, hits: u64) -> f64 {
+        let (sampled, misses) = self.counts(hits);
+        let rate = sampled as f64 / (sampled + misses) as f64;
         let change = rate - self.previous;
         let amount = if change >= 0.0 { self.step } else { -self.step };
         self.step = if change.abs() >= RESTART { STEP.copysign(amount) } else { DECAY * amount };
-        (self.previous, self.hits, self.misses) = (rate, 0, 0);
+        (self.previous, self.start, self.left) = (rate, hits, self.sample);
         amount
     }
 
     #[cfg(feature = "serde")]
-    /// Appends the climber's state to `out`, for a cache's save (little-endian: the hits
-    /// and misses of the sample so far, then the last hit ratio and the step as `f64` bits).
-    pub(crate) fn save(&self, out: &mut Vec<u8>) {
-        for field in [self.hits, self.misses, self.previous.to_bits(), self.step.to_bits()] {
+    /// Appends the climber's state to `out`, for a cache's save, with `hits` the shard's
+    /// lock's count (little-endian: the hits and misses of the sample so far, then the last
+    /// hit ratio and the step as `f64` bits).
+    pub(crate) fn save(&self, hits: u64, out: &mut Vec<u8>) {
+        let (sampled, misses) = self.counts(hits);
+        for field in [sampled, misses, self.previous.to_bits(), self.step.to_bits()] {
             out.extend_from_slice(&field.to_le_bytes());
         }
     }
@@ -108,7 +119,11 @@ impl Climber {
         {
             return Err(crate::snapshot::SnapshotError::inconsistent("cache climber"));
         }
-        Ok(Climber { hits: sampled, misses, previous, step, ..Climber::new(hits, keys) })
+        let fresh = Climber::new(hits, keys);
+        // The sample so far counts on: it began `sampled` hits ago, and its misses brought
+        // its end closer (a sample already over ends at the next miss).
+        let (start, left) = (hits.wrapping_sub(sampled), fresh.sample.saturating_sub(misses).max(1));
+        Ok(Climber { start, left, previous, step, ..fresh })
     }
 }
 

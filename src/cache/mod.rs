@@ -457,6 +457,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
 
     /// An insert, with `span` if given (else the entry's own from `expire_after`, or the
     /// cache's).
+    #[inline(always)]
     fn write(&self, key: K, value: V, span: Option<Span>) -> Admission {
         let mut leftovers = self.leftovers();
         let admission = self.write_into(key, value, span, &mut leftovers);

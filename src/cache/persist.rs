@@ -272,7 +272,7 @@ where
             let ghosts = {
                 let held = shard.read();
                 held.export(&self.expiry, &mut copies);
-                held.save_ghosts()
+                held.save_ghosts(held.hits())
             };
             match ghosts {
                 Some(ghosts) => {

@@ -768,12 +768,12 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
 
     #[cfg(feature = "serde")]
     /// The ghosts' state and the climber's, encoded (see `BloomGhosts::save` and
-    /// `Climber::save`), under S3-FIFO.
-    pub(crate) fn save_ghosts(&self) -> Option<Vec<u8>> {
+    /// `Climber::save`), under S3-FIFO, with `hits` the shard's lock's count.
+    pub(crate) fn save_ghosts(&self, hits: u64) -> Option<Vec<u8>> {
         self.policy.s3fifo.as_ref().map(|s3fifo| {
             let mut out = Vec::new();
             s3fifo.ghosts.save(&mut out);
-            s3fifo.climber.save(&mut out);
+            s3fifo.climber.save(hits, &mut out);
             out
         })
     }
