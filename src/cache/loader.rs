@@ -592,7 +592,7 @@ where
                 keys,
             };
             if current {
-                let _ = cache.insert_into_shard(&write, &mut leftovers);
+                let _ = cache.insert_loaded(&write, &mut leftovers);
             }
         });
         (self.registered, self.finished) = (false, true);

@@ -466,7 +466,8 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     }
 
     /// [`write`](Self::write), leaving what it removes (and the entry, if not kept) in
-    /// `out`.
+    /// `out`. A write hashed by a hasher that a restore replaced meanwhile hashes again
+    /// (see `hashing.rs`).
     #[inline(always)]
     fn write_into(&self, key: K, value: V, span: Option<Span>, out: &mut Leftovers<K, V>) -> Admission {
         let keys = self.hashing.keys();
@@ -474,9 +475,17 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         if self.loads.keeps_failures() {
             self.loads.end_failure(hash, &key);
         }
-        let write = self.write_of(keys, hash, &key, &value, span);
+        let mut write = self.write_of(keys, hash, &key, &value, span);
+        let mut held = self.shard(hash).write();
+        while !self.hashing.is_current(write.keys) && !broken::UNCHECKED_HASHER {
+            drop(held);
+            write.keys = self.hashing.keys();
+            write.hash = write.keys.hash(&key);
+            held = self.shard(write.hash).write();
+        }
         out.unkept = Some((key, value));
-        self.insert_into_shard(&write, out)
+        let hits = held.hits();
+        held.insert(&write, hits, out)
     }
 
     /// What a user's write of `key` (of `hash`, by `keys`) and `value` stores, with `span`
@@ -501,34 +510,16 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         }
     }
 
-    /// [`Shard::insert`] under the key's shard's write lock, with the hits that lock has
-    /// counted (S3-FIFO's climber measures the hit ratio by them). A write hashed by a
-    /// hasher that a restore replaced meanwhile hashes again; a load's store is dropped
-    /// (see `hashing.rs`).
-    #[inline(always)]
-    fn insert_into_shard(&self, write: &Write<'_>, out: &mut Leftovers<K, V>) -> Admission {
+    /// A load's store: [`Shard::insert`] under the key's shard's write lock, with the hits
+    /// that lock has counted (S3-FIFO's climber measures the hit ratio by them); dropped if
+    /// a restore replaced the hasher its hash is by (see `hashing.rs`).
+    fn insert_loaded(&self, write: &Write<'_>, out: &mut Leftovers<K, V>) -> Admission {
         let mut held = self.shard(write.hash).write();
         if !self.hashing.is_current(write.keys) && !broken::UNCHECKED_HASHER {
-            drop(held);
-            return self.insert_rehashed(write, out);
+            return Admission::Rejected;
         }
         let hits = held.hits();
         held.insert(write, hits, out)
-    }
-
-    /// [`insert_into_shard`](Self::insert_into_shard) of a write whose hasher was replaced.
-    #[cold]
-    #[inline(never)]
-    fn insert_rehashed(&self, write: &Write<'_>, out: &mut Leftovers<K, V>) -> Admission {
-        match (&out.unkept, write.load) {
-            (Some((key, _)), None) => {
-                let keys = self.hashing.keys();
-                let write = Write { hash: keys.hash(key), keys, ..*write };
-                self.insert_into_shard(&write, out)
-            }
-            // A load that began before the restore: its value is not stored.
-            _ => Admission::Rejected,
-        }
     }
 
     /// Somewhere for a write to leave what it removes.

@@ -353,7 +353,7 @@ impl Policy {
     /// Where a missed key of `weight` goes, or `None` if it is kept out. Asks the gate
     /// (recording the key) or the ghosts (forgetting it), as the policy needs; under
     /// S3-FIFO the miss, with `hits` the shard's lock's count, feeds the climber.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn admit<K, V>(
         &mut self,
         store: &Store<K, V>,
@@ -395,7 +395,7 @@ impl Policy {
     /// Evicts until the shard holds at most its capacity, sparing `spare` (an entry just
     /// stored) while anything else can go. An entry expired at `now` that eviction comes
     /// to leaves first, whatever its requests, and is not remembered as evicted.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn evict<K, V>(
         &mut self,
         store: &mut Store<K, V>,
@@ -406,12 +406,19 @@ impl Policy {
     ) {
         while store.total_weight() > self.capacity {
             let victim = match (&self.s3fifo, self.kind) {
-                (Some(s3fifo), _) => s3fifo
-                    .small_tail(store, spare, false, now)
-                    .or_else(|| clock(store, spare, now))
-                    // Main held nothing else: empty the small queue, then look again.
-                    .or_else(|| s3fifo.small_tail(store, spare, true, now))
-                    .or_else(|| clock(store, spare, now)),
+                // Written out rather than chained with `Option::or_else`, whose closures
+                // the compiler may leave as calls on this path.
+                (Some(s3fifo), _) => match s3fifo.small_tail(store, spare, false, now) {
+                    Some(victim) => Some(victim),
+                    None => match clock(store, spare, now) {
+                        Some(victim) => Some(victim),
+                        // Main held nothing else: empty the small queue, then look again.
+                        None => match s3fifo.small_tail(store, spare, true, now) {
+                            Some(victim) => Some(victim),
+                            None => clock(store, spare, now),
+                        },
+                    },
+                },
                 (None, AdmissionPolicy::Always) => store.tail(Queue::Main).filter(|&v| Some(v) != spare),
                 (None, _) => clock(store, spare, now),
             };
@@ -447,7 +454,7 @@ impl S3Fifo {
 
     /// Where a missed key of `weight` goes, in a shard of `capacity` weight. Asks the
     /// ghosts (forgetting the key).
-    #[inline]
+    #[inline(always)]
     fn admit<K, V>(&mut self, store: &Store<K, V>, hash: u64, weight: u32, capacity: u64) -> Option<Queue> {
         let ghost = self.ghosts.take(hash);
         if self.split.tracks(hash) {
@@ -468,7 +475,7 @@ impl S3Fifo {
 
     /// Remembers the key of `hash`, just evicted from `queue`: as a ghost if it left the
     /// small queue unused, and in the split's windows if sampled.
-    #[inline]
+    #[inline(always)]
     fn evicted(&mut self, hash: u64, queue: Queue) {
         if queue == Queue::Small {
             self.ghosts.record(hash);

@@ -345,7 +345,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     /// shard's lock's count, tells S3-FIFO's climber the hit ratio). A present entry that
     /// has expired counts as absent. The entry gets its deadline from `write`'s lifetime
     /// or the cache's, and a few slots are looked at for expired entries to reclaim.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert(&mut self, write: &Write<'_>, hits: u64, out: &mut Leftovers<K, V>) -> Admission {
         let (hash, weight) = (write.hash, write.weight);
         // A user's insert replaces a present value; a load's store keeps it, and stores

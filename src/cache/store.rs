@@ -407,7 +407,7 @@ impl<K, V> Store<K, V> {
     }
 
     /// Stores an entry for a key that is absent, at the head of `queue`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert(&mut self, key: K, value: V, hash: u64, weight: u32, queue: Queue) -> u32 {
         let stamp = self.new_stamp();
         let entry = Entry { key, value, hash, freq: AtomicU8::new(0), queue, stamp };
