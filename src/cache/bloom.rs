@@ -104,7 +104,7 @@ impl BloomGhosts {
     }
 
     /// Remembers the key of `hash`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn record(&mut self, hash: u64) {
         if self.words.is_empty() && !self.make_table() {
             return;
@@ -119,7 +119,7 @@ impl BloomGhosts {
 
     /// Whether the key of `hash` is remembered; forgets it (in each generation that holds
     /// it).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn take(&mut self, hash: u64) -> bool {
         if self.words.is_empty() {
             return false;

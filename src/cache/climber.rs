@@ -63,7 +63,7 @@ impl Climber {
 
     /// Counts a miss, with `hits` the hits the shard's lock has counted so far; at the
     /// end of a sample, the move to make to the reach, as a share of the full reach.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn miss(&mut self, hits: u64) -> Option<f64> {
         self.left -= 1;
         if hits.wrapping_sub(self.start) < self.left {

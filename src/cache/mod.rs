@@ -513,6 +513,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
     /// A load's store: [`Shard::insert`] under the key's shard's write lock, with the hits
     /// that lock has counted (S3-FIFO's climber measures the hit ratio by them); dropped if
     /// a restore replaced the hasher its hash is by (see `hashing.rs`).
+    #[inline(always)]
     fn insert_loaded(&self, write: &Write<'_>, out: &mut Leftovers<K, V>) -> Admission {
         let mut held = self.shard(write.hash).write();
         if !self.hashing.is_current(write.keys) && !broken::UNCHECKED_HASHER {
