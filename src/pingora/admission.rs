@@ -162,8 +162,11 @@ impl SecondRequest {
     /// e^(-size/`scale`) (AdaptSize's rule; see [Small objects on first
     /// sight](Self#small-objects-on-first-sight)). [`observe`](PingoraAdmission::observe)
     /// then answers a first sighting `Ready { observed: 1 }`, and the node asks
-    /// [`admit_response`](Self::admit_response) once it knows the size. Set it before
-    /// cloning: clones made earlier keep deferring first sightings.
+    /// [`admit_response`](Self::admit_response) once it knows the size: a node that does
+    /// not ask writes every first sighting. A first sighting then goes through Pingora's
+    /// miss path, and holds the cache lock (if one is set) until its response header
+    /// arrives, as any miss does. Set the scale before cloning: clones made earlier keep
+    /// deferring first sightings.
     ///
     /// # Examples
     ///
