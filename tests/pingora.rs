@@ -3,6 +3,7 @@
 //! `pingora_cache::admission::AdmissionPolicy`), and the save and load round trip.
 
 use std::collections::{HashMap, HashSet};
+use std::num::NonZeroU64;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread;
@@ -362,6 +363,73 @@ fn second_request_defers_first_sightings_by_the_combined_hash() {
     assert!(!policy.observe(&overridden).is_deferred(), "a primary-bin override is the key it names");
     let stats = policy.stats();
     assert_eq!((stats.deferred, stats.ready), (2, 4));
+}
+
+/// With a first-sight scale, `observe` leaves a first sighting to the node (`Ready`,
+/// `observed: 1`), and `admit_response` writes it by its size: always at size 0, never
+/// when e^(-size/c) rounds to 0 or the size is unknown; a key seen before always; what
+/// the policy did not observe (no decision) always; a deferral never.
+#[test]
+fn first_sightings_are_written_by_their_size() {
+    let scale = NonZeroU64::new(256).unwrap();
+    let policy =
+        SecondRequest::new(SeenBefore::builder().capacity(10_000).build().unwrap()).first_sight_scale(scale);
+    assert_eq!(policy.scale(), Some(scale));
+    let (small, large, chunked) =
+        (CacheKey::new("/small", ""), CacheKey::new("/large", ""), CacheKey::new("/c", ""));
+    let first = policy.observe(&small);
+    assert_eq!(first, Decision::Ready { observed: 1 });
+    assert!(policy.admit_response(&small, Some(first), Some(0)));
+    let first = policy.observe(&large);
+    assert_eq!(first, Decision::Ready { observed: 1 });
+    assert!(!policy.admit_response(&large, Some(first), Some(1 << 30)));
+    let second = policy.observe(&large);
+    assert_eq!(second, Decision::Ready { observed: 2 });
+    assert!(policy.admit_response(&large, Some(second), Some(1 << 30)));
+    let first = policy.observe(&chunked);
+    assert!(!policy.admit_response(&chunked, Some(first), None), "a first sighting of unknown size");
+    assert!(policy.admit_response(&chunked, None, None), "not observed: a revalidation");
+    assert!(!policy.admit_response(&chunked, Some(Decision::Defer { observed: 1 }), Some(0)));
+    let stats = policy.stats();
+    assert_eq!((stats.ready, stats.deferred, stats.small), (1, 3, 1));
+
+    // Without a scale, first sightings are deferred at lookup, as before.
+    let plain = SecondRequest::new(SeenBefore::builder().capacity(10_000).build().unwrap());
+    assert_eq!(plain.scale(), None);
+    let first = plain.observe(&small);
+    assert_eq!(first, Decision::Defer { observed: 1 });
+    assert!(!plain.admit_response(&small, Some(first), Some(0)));
+    assert!(
+        !plain.admit_response(&small, Some(Decision::Ready { observed: 1 }), Some(0)),
+        "no scale: no size rule"
+    );
+}
+
+/// AdaptSize's rule: of many first sightings of `size` bytes, a share of about
+/// e^(-size/c) is written; a key gets the same answer each time within a process, and a
+/// larger size is written no more often than a smaller one for the same key.
+#[test]
+fn the_first_sight_draw_follows_adaptsize() {
+    const KEYS: usize = 20_000;
+    let c = 1_000u64;
+    let policy = SecondRequest::new(SeenBefore::builder().capacity(1_000).build().unwrap())
+        .first_sight_scale(NonZeroU64::new(c).unwrap());
+    let first = Some(Decision::Ready { observed: 1 });
+    let keys: Vec<CacheKey> = (0..KEYS).map(|i| CacheKey::new(format!("/draw/{i}"), "")).collect();
+    for size in [c / 2, c, 2 * c, 4 * c] {
+        let written = keys.iter().filter(|k| policy.admit_response(k, first, Some(size))).count();
+        let expected = (-(size as f64) / c as f64).exp();
+        let share = written as f64 / KEYS as f64;
+        assert!(
+            (share - expected).abs() < 0.02,
+            "size {size}: {share:.4} written, e^(-size/c) = {expected:.4}"
+        );
+    }
+    for k in keys.iter().take(1_000) {
+        let at = |size| policy.admit_response(k, first, Some(size));
+        assert_eq!(at(c), at(c), "one answer per key");
+        assert!(at(c) || !at(2 * c), "monotone in the size");
+    }
 }
 
 #[test]

@@ -8,7 +8,10 @@
 //!   one-hit wonders never reach storage. **For flash or disk storage**, where each
 //!   write costs endurance and bandwidth: it cuts writes by most of a CDN trace's
 //!   one-hit wonders at a few bytes per remembered key. Each object then loses its first
-//!   hit, so the byte hit ratio can dip.
+//!   hit, so the byte hit ratio can dip. With a
+//!   [`first_sight_scale`](SecondRequest::first_sight_scale), small objects are written
+//!   on first sight by AdaptSize's rule, decided in `ProxyHttp::response_cache_filter`
+//!   once the size is known ([`SecondRequest::admit_response`]).
 //! * [`S3FifoManager`] is Pingora's eviction manager (`EvictionManager`) on this crate's
 //!   S3-FIFO cache: new objects wait in a small queue and only those requested again
 //!   move to the main one, so one-hit wonders leave first, without losing anyone's first
