@@ -30,6 +30,10 @@
 //! (`valgrind --tool=callgrind`), with nothing else in the way but generating the
 //! requests. It takes no `--rounds` or `--threads`.
 //!
+//! `--cold` runs the read-through from a cold start instead: each round builds every cache
+//! afresh (untimed) and times 1M `get-heavy` requests into it, the fill's misses included
+//! (0.75 hits at the end), as a service that starts, or one whose keys turn over, sees it.
+//!
 //! After those, the `String`-key workload: the get-heavy read-through over paths of 30
 //! bytes, each cache asked with the `&str` a request handler holds, as its docs suggest
 //! (cuckoo-gate, quick_cache and moka take a borrowed key and an owned `String` to
@@ -104,6 +108,7 @@ fn main() {
     let mut rounds = None;
     let mut neighbour = false;
     let mut strings = false;
+    let mut cold = false;
     let mut only = None;
     let mut threads = None;
     let mut shards = None;
@@ -112,7 +117,7 @@ fn main() {
     let names: Vec<&str> = peers().iter().map(|(name, _)| *name).collect();
     let usage = || -> ! {
         eprintln!(
-            "usage: cache_report [--rounds N] [--threads T] [--shards S] [--caches A,B] [--strings] [--neighbour]\n       cache_report [--shards S] [--neighbour] --only {} [--workload {}]",
+            "usage: cache_report [--rounds N] [--threads T] [--shards S] [--caches A,B] [--strings|--cold] [--neighbour]\n       cache_report [--shards S] [--neighbour] --only {} [--workload {}]",
             names.join("|"),
             WORKLOADS.join("|")
         );
@@ -120,9 +125,10 @@ fn main() {
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        if arg == "--neighbour" || arg == "--strings" {
+        if arg == "--neighbour" || arg == "--strings" || arg == "--cold" {
             neighbour |= arg == "--neighbour";
             strings |= arg == "--strings";
+            cold |= arg == "--cold";
             continue;
         }
         let value = args.next().unwrap_or_default();
@@ -150,7 +156,65 @@ fn main() {
         let threads = threads.map_or_else(common::thread_counts, |t| vec![t]);
         return beside_neighbour(neighbour, || string_report(rounds.unwrap_or(9), &threads));
     }
+    if cold {
+        let threads = threads.map_or_else(common::thread_counts, |t| vec![t]);
+        return beside_neighbour(neighbour, || {
+            cold_report(rounds.unwrap_or(9), &threads, shards, chosen.as_deref())
+        });
+    }
     beside_neighbour(neighbour, || report(rounds, threads, shards, chosen.as_deref()));
+}
+
+/// The caches `chosen` (all, if none), in that order, with `shards` shards where they
+/// take a count.
+fn chosen_caches(
+    shards: Option<usize>,
+    chosen: Option<&[String]>,
+) -> Vec<(&'static str, Box<dyn caches::Cache>)> {
+    let mut caches = peers_sharded(shards);
+    if let Some(chosen) = chosen {
+        caches = chosen
+            .iter()
+            .filter_map(|name| {
+                let at = caches.iter().position(|(peer, _)| peer == name)?;
+                Some(caches.remove(at))
+            })
+            .collect();
+    }
+    caches
+}
+
+/// The read-through from a cold start, in alternating rounds: each round builds the
+/// caches afresh and times one round of `get-heavy` requests into each.
+fn cold_report(rounds: usize, threads: &[usize], shards: Option<usize>, chosen: Option<&[String]>) {
+    let requests = zipf_requests(4 * OPS);
+    let parts: Vec<&[u64]> = requests.chunks(OPS).collect();
+    println!("{rounds} alternating rounds of {OPS} requests into cold caches; Mops/s are medians, ratios medians of per-round ratios");
+    for &t in threads {
+        let names: Vec<&str> = chosen_caches(shards, chosen).iter().map(|(name, _)| *name).collect();
+        let (mut mops, mut ratios) = (vec![Vec::new(); names.len()], vec![Vec::new(); names.len()]);
+        let mut hit_ratio = vec![0.0; names.len()];
+        for r in 0..rounds {
+            let part = parts[r % parts.len()];
+            let results: Vec<(f64, f64)> = chosen_caches(shards, chosen)
+                .into_iter()
+                .map(|(_, cache)| timed_round(&*cache, "get-heavy", part, t))
+                .collect();
+            for (i, &(m, h)) in results.iter().enumerate() {
+                mops[i].push(m);
+                ratios[i].push(results[0].0 / m);
+                hit_ratio[i] = h;
+            }
+        }
+        println!();
+        println!("## get-heavy from a cold start, {t} thread(s)");
+        println!("| cache | Mops/s | {} / cache | hit ratio |", names[0]);
+        println!("|---|---|---|---|");
+        for (i, name) in names.iter().enumerate() {
+            let (m, r) = (median(mops[i].clone()), median(ratios[i].clone()));
+            println!("| {name} | {m:.2} | {r:.2} | {:.4} |", hit_ratio[i]);
+        }
+    }
 }
 
 /// The caches in alternating rounds, on each workload and thread count.
@@ -163,16 +227,7 @@ fn report(rounds: Option<usize>, threads: Option<usize>, shards: Option<usize>, 
     println!("{rounds} alternating rounds of {OPS} requests; Mops/s are medians, ratios medians of per-round ratios");
     for workload in WORKLOADS {
         for &t in &threads {
-            let mut caches = peers_sharded(shards);
-            if let Some(chosen) = chosen {
-                caches = chosen
-                    .iter()
-                    .filter_map(|name| {
-                        let at = caches.iter().position(|(peer, _)| peer == name)?;
-                        Some(caches.remove(at))
-                    })
-                    .collect();
-            }
+            let caches = chosen_caches(shards, chosen);
             let names: Vec<&str> = caches.iter().map(|(name, _)| *name).collect();
             for (_, cache) in &caches {
                 round(&**cache, workload, warm, t);
