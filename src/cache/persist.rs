@@ -441,7 +441,7 @@ where
         // that those evicted to make room are those the policy would give up first.
         let by_requests = self.policy == AdmissionPolicy::S3Fifo && self.capacity < capacity;
         let mut entries = Vec::new();
-        let (mut total, mut expired, mut dropped, mut block) = (0u64, 0, 0, Vec::new());
+        let (mut total, mut expired, mut dropped, mut block) = (0u64, 0, 0u64, Vec::new());
         for i in 0..shards {
             match d.u8()? {
                 0 => {}
@@ -492,16 +492,15 @@ where
                 if by_requests {
                     entries.push(entry);
                 } else {
-                    self.put_back(entry, &mut removed);
+                    dropped += self.put_back(entry, &mut removed);
                 }
             }
             if !rest.is_empty() {
                 return Err(inconsistent("bytes past a block's entries"));
             }
             entries.sort_by_key(|entry| entry.freq);
-            entries.drain(..).for_each(|entry| self.put_back(entry, &mut removed));
+            dropped += entries.drain(..).map(|entry| self.put_back(entry, &mut removed)).sum::<u64>();
             // What the block could not keep is told to the listener now, no lock held.
-            dropped += removed.evicted;
             self.report_removed(std::mem::replace(&mut removed, Removed::new(self.listener.is_some())));
         }
         if d.u64()? != total {
@@ -520,7 +519,7 @@ where
         Ok(Restored {
             entries: self.len() as u64,
             expired,
-            dropped: dropped as u64,
+            dropped,
             bytes: 0,
             duration: Duration::ZERO,
         })
@@ -547,12 +546,14 @@ where
 
     /// Puts back one entry of a save in its key's shard (weighed first, no lock held);
     /// what it evicts, and the entry itself if too heavy for the shard, go to `removed`.
-    fn put_back(&self, entry: Exported<K, V>, removed: &mut Removed<K, V>) {
+    /// Puts back an entry a save copied (see [`Shard::import`]); how many entries of the
+    /// file that evicted (the entry itself, if too heavy for its shard).
+    fn put_back(&self, entry: Exported<K, V>, removed: &mut Removed<K, V>) -> u64 {
         let hash = self.hashing.hash(&entry.key);
         let weight = self.weigh(&entry.key, &entry.value);
         let now = self.expiry.clock.now();
         let held = Exported { weight, ..entry };
-        self.shard(hash).write().import(held, hash, weight, now, &self.expiry, self.gate.as_ref(), removed);
+        self.shard(hash).write().import(held, hash, weight, now, &self.expiry, self.gate.as_ref(), removed)
     }
 
     /// Empties every shard, telling no one: what a failed restore put back.

@@ -278,13 +278,10 @@ impl Split {
 }
 
 /// What left a shard, and why, kept to be told to the listener and dropped after the
-/// lock is released.
+/// lock is released. (Whoever removes an entry counts it in the shard's counters.)
 pub(crate) struct Removed<K, V> {
     /// Whether to keep entries whose drop runs no code: a listener wants them.
     keep: bool,
-    /// Entries evicted, and entries that expired.
-    pub(crate) evicted: usize,
-    pub(crate) expired: usize,
     first: Option<(K, V, RemovalCause)>,
     more: Vec<(K, V, RemovalCause)>,
 }
@@ -292,16 +289,11 @@ pub(crate) struct Removed<K, V> {
 impl<K, V> Removed<K, V> {
     /// Nothing yet; `keep` if a listener is to be told.
     pub(crate) fn new(keep: bool) -> Self {
-        Removed { keep, evicted: 0, expired: 0, first: None, more: Vec::new() }
+        Removed { keep, first: None, more: Vec::new() }
     }
 
     #[inline]
     pub(crate) fn push(&mut self, (key, value): (K, V), cause: RemovalCause) {
-        match cause {
-            RemovalCause::Evicted => self.evicted += 1,
-            RemovalCause::Expired => self.expired += 1,
-            _ => {}
-        }
         if !self.keep && !std::mem::needs_drop::<(K, V)>() {
             // Dropping it runs no code, user code least of all, and no one is told.
             return;
@@ -394,7 +386,8 @@ impl Policy {
 
     /// Evicts until the shard holds at most its capacity, sparing `spare` (an entry just
     /// stored) while anything else can go. An entry expired at `now` that eviction comes
-    /// to leaves first, whatever its requests, and is not remembered as evicted.
+    /// to leaves first, whatever its requests, and is not remembered as evicted. How many
+    /// entries it evicted, and how many of those it came to had expired.
     #[inline(always)]
     pub(crate) fn evict<K, V>(
         &mut self,
@@ -403,7 +396,8 @@ impl Policy {
         gate: Option<&SeenBefore>,
         now: u64,
         out: &mut Removed<K, V>,
-    ) {
+    ) -> (u64, u64) {
+        let (mut evicted, mut expired) = (0, 0);
         while store.total_weight() > self.capacity {
             let victim = match (&self.s3fifo, self.kind) {
                 // Written out rather than chained with `Option::or_else`, whose closures
@@ -422,14 +416,15 @@ impl Policy {
                 (None, AdmissionPolicy::Always) => store.tail(Queue::Main).filter(|&v| Some(v) != spare),
                 (None, _) => clock(store, spare, now),
             };
-            let (expired, entry) = match (victim, spare) {
+            let (lapsed, entry) = match (victim, spare) {
                 (Some(victim), _) => (store.expired(victim, now), store.remove_tail(victim)),
                 // Nothing else left: the spared entry outweighs the rest of the shard.
                 (None, Some(spare)) => (false, store.remove(spare)),
                 (None, None) => break,
             };
-            if expired {
+            if lapsed {
                 out.push((entry.key, entry.value), RemovalCause::Expired);
+                expired += 1;
                 continue;
             }
             match (gate, &mut self.s3fifo) {
@@ -439,7 +434,9 @@ impl Policy {
                 _ => {}
             }
             out.push((entry.key, entry.value), RemovalCause::Evicted);
+            evicted += 1;
         }
+        (evicted, expired)
     }
 }
 

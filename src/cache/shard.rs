@@ -362,7 +362,6 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             // to replace (a stale entry, or one in grace), or nothing.
             Some(_) => true,
         };
-        let before = (out.removed.evicted, out.removed.expired);
         let timed = self.store.deadlines().is_some() || write.span.is_some() || write.expiry.by_default();
         let now = if timed { write.expiry.clock.now() } else { 0 };
         let too_heavy = u64::from(weight) > self.policy.capacity;
@@ -380,6 +379,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         if let Some(index) = found.filter(|&index| timed && self.store.expired(index, now)) {
             let old = self.store.remove(index);
             out.removed.push((old.key, old.value), RemovalCause::Expired);
+            self.counters.expirations += 1;
             (found, held) = (None, true);
         }
         let (admission, spare) = match found {
@@ -432,7 +432,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         if let (true, Some(index)) = (timed, spare) {
             self.store.set_deadline(index, now, write.span, write.expiry);
         }
-        self.settle(before, now, timed, spare, write.gate, out);
+        self.settle(now, timed, spare, write.gate, out);
         admission
     }
 
@@ -493,11 +493,10 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     }
 
     /// A write's last steps: reclaims a few expired entries (if `timed`) and evicts down
-    /// to the capacity, sparing `spare`, and counts what left since `before`.
+    /// to the capacity, sparing `spare`, counting what left.
     #[inline(always)]
     fn settle(
         &mut self,
-        before: (usize, usize),
         now: u64,
         timed: bool,
         spare: Option<u32>,
@@ -507,9 +506,9 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         if timed {
             self.reclaim(now, spare, out);
         }
-        self.policy.evict(&mut self.store, spare, gate, now, &mut out.removed);
-        self.counters.evictions += (out.removed.evicted - before.0) as u64;
-        self.counters.expirations += (out.removed.expired - before.1) as u64;
+        let (evicted, expired) = self.policy.evict(&mut self.store, spare, gate, now, &mut out.removed);
+        self.counters.evictions += evicted;
+        self.counters.expirations += expired;
     }
 
     /// Reclaims what expired at `now` among the few slots a write looks at, sparing
@@ -529,6 +528,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 Some(index) if Some(index) != spare => {
                     let old = self.store.remove(index);
                     out.removed.push((old.key, old.value), RemovalCause::Expired);
+                    self.counters.expirations += 1;
                 }
                 _ => break,
             }
@@ -684,8 +684,6 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             self.counters.expirations += 1;
             found = None;
         }
-        // What leaves from here on is counted as the write settles.
-        let before = (out.removed.evicted, out.removed.expired);
         let value = match (decide(found.map(|index| &self.store.entry(index).value)), found) {
             (Op::Keep, _) | (Op::Remove, None) => return Outcome::Kept,
             (Op::Remove, Some(index)) => {
@@ -726,7 +724,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         if timed {
             self.store.set_deadline(spare, now, span.or(write.span), write.expiry);
         }
-        self.settle(before, now, timed, Some(spare), write.gate, out);
+        self.settle(now, timed, Some(spare), write.gate, out);
         outcome
     }
 
@@ -825,7 +823,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     /// queue, with its requests and, ending at `now` plus what was `left` of it, its
     /// lifetime; no admission (it was admitted once). A key already held gives way to it.
     /// What it evicts goes to `out`, and so does the entry itself (as evicted) if it weighs
-    /// more than the shard holds.
+    /// more than the shard holds; how many entries that evicted.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn import(
         &mut self,
@@ -836,11 +834,10 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         expiry: &Expiry,
         gate: Option<&SeenBefore>,
         out: &mut Removed<K, V>,
-    ) {
-        let evicted = out.evicted;
+    ) -> u64 {
         if u64::from(weight) > self.policy.capacity {
             out.push((entry.key, entry.value), RemovalCause::Evicted);
-            return;
+            return 1;
         }
         if let Some(index) = self.store.find(hash, &entry.key) {
             let old = self.store.remove(index);
@@ -867,8 +864,10 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         }
         self.counters.admitted += 1;
         // The entry just stored is spared: it weighs no more than the shard holds.
-        self.policy.evict(&mut self.store, Some(index), gate, now, out);
-        self.counters.evictions += (out.evicted - evicted) as u64;
+        let (evicted, expired) = self.policy.evict(&mut self.store, Some(index), gate, now, out);
+        self.counters.evictions += evicted;
+        self.counters.expirations += expired;
+        evicted
     }
 
     /// Empties the shard, handing back what it held to be dropped after the lock is
