@@ -29,10 +29,10 @@ budget() {
         get-ttl) echo 122 ;;
         get-or-insert-ttl) echo "x1.05 of get-ttl" ;;
         get-or-insert-fresh) echo "x1.15 of get" ;;
-        insert) echo 556 ;;
-        insert-ttl) echo 596 ;;
-        get-or-insert-miss) echo 1432 ;;
-        read-through) echo 223 ;;
+        insert) echo 550 ;;
+        insert-ttl) echo 590 ;;
+        get-or-insert-miss) echo 1429 ;;
+        read-through) echo 222 ;;
         *) echo "" ;;
     esac
 }
