@@ -398,6 +398,14 @@ impl Expiry {
         }
     }
 
+    /// Whether any entry may have a deadline: the ticker runs from the first lifetime the
+    /// cache was built with or given (an entry's, or one a restore brought back), and a
+    /// write on a cache that never had one tests nothing else of expiry.
+    #[inline]
+    pub(crate) fn started(&self) -> bool {
+        self.ticker.get().is_some()
+    }
+
     /// Whether entries get a deadline without being given a lifetime of their own.
     #[inline]
     pub(crate) fn by_default(&self) -> bool {

@@ -362,7 +362,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             // to replace (a stale entry, or one in grace), or nothing.
             Some(_) => true,
         };
-        let timed = self.store.deadlines().is_some() || write.span.is_some() || write.expiry.by_default();
+        let timed = write.expiry.started();
         let now = if timed { write.expiry.clock.now() } else { 0 };
         let too_heavy = u64::from(weight) > self.policy.capacity;
         // The offered entry waits in `out` while `K::eq` runs: if it panics, the entry is
@@ -443,7 +443,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
     /// the key was held, stored, or not stored (heavier than the shard).
     pub(crate) fn track(&mut self, write: &Write<'_>, out: &mut Leftovers<K, V>) -> Tracked {
         self.written(write.hash);
-        let timed = self.store.deadlines().is_some() || write.span.is_some() || write.expiry.by_default();
+        let timed = write.expiry.started();
         let now = if timed { write.expiry.clock.now() } else { 0 };
         let Some((offered, _)) = &out.unkept else {
             debug_assert!(false, "a track offers an entry");
@@ -675,7 +675,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         if !crate::broken::COMPUTE_IGNORES_LOAD {
             self.written(hash);
         }
-        let timed = self.store.deadlines().is_some() || write.span.is_some() || write.expiry.by_default();
+        let timed = write.expiry.started();
         let now = if timed { write.expiry.clock.now() } else { 0 };
         let mut found = self.store.find(hash, key);
         if let Some(index) = found.filter(|&index| timed && self.store.expired(index, now)) {
