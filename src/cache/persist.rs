@@ -516,13 +516,7 @@ where
         if let (Some(recent), Some(split), true) = (recent, self.shards[0].read().split(), alike) {
             split.adopt_recent(recent);
         }
-        Ok(Restored {
-            entries: self.len() as u64,
-            expired,
-            dropped,
-            bytes: 0,
-            duration: Duration::ZERO,
-        })
+        Ok(Restored { entries: self.len() as u64, expired, dropped, bytes: 0, duration: Duration::ZERO })
     }
 
     /// Hashes by `seed` from now on (the gate too), emptying every shard in the same hold
