@@ -29,9 +29,9 @@ budget() {
         get-ttl) echo 122 ;;
         get-or-insert-ttl) echo "x1.05 of get-ttl" ;;
         get-or-insert-fresh) echo "x1.15 of get" ;;
-        insert) echo 547 ;;
-        insert-ttl) echo 587 ;;
-        get-or-insert-miss) echo 1425 ;;
+        insert) echo 539 ;;
+        insert-ttl) echo 583 ;;
+        get-or-insert-miss) echo 1436 ;;
         read-through) echo 222 ;;
         *) echo "" ;;
     esac

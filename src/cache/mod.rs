@@ -483,9 +483,11 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
             write.hash = write.keys.hash(&key);
             held = self.shard(write.hash).write();
         }
-        out.unkept = Some((key, value));
+        // `K::eq` runs while the entry is this call's: if it panics, the lock is released
+        // (`held` goes first) before the entry is dropped.
+        let found = held.find(write.hash, &key);
         let hits = held.hits();
-        held.insert(&write, hits, out)
+        held.insert(&write, found, key, value, hits, out)
     }
 
     /// What a user's write of `key` (of `hash`, by `keys`) and `value` stores, with `span`
@@ -510,17 +512,24 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         }
     }
 
-    /// A load's store: [`Shard::insert`] under the key's shard's write lock, with the hits
-    /// that lock has counted (S3-FIFO's climber measures the hit ratio by them); dropped if
-    /// a restore replaced the hasher its hash is by (see `hashing.rs`).
+    /// A load's store of the entry in `out.unkept`: [`Shard::insert`] under the key's
+    /// shard's write lock, with the hits that lock has counted (S3-FIFO's climber measures
+    /// the hit ratio by them); dropped if a restore replaced the hasher its hash is by
+    /// (see `hashing.rs`).
     #[inline(always)]
     fn insert_loaded(&self, write: &Write<'_>, out: &mut Leftovers<K, V>) -> Admission {
         let mut held = self.shard(write.hash).write();
         if !self.hashing.is_current(write.keys) && !broken::UNCHECKED_HASHER {
             return Admission::Rejected;
         }
+        // The entry waits in `out` while `K::eq` runs: if it panics, the entry is dropped
+        // with `out`, after the lock is released.
+        let found = out.unkept.as_ref().and_then(|(offered, _)| held.find(write.hash, offered));
+        let Some((key, value)) = out.unkept.take() else {
+            return Admission::Rejected;
+        };
         let hits = held.hits();
-        held.insert(write, hits, out)
+        held.insert(write, found, key, value, hits, out)
     }
 
     /// Somewhere for a write to leave what it removes.

@@ -339,14 +339,34 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         Some((entry.key, entry.value, RemovalCause::Removed))
     }
 
-    /// Stores the entry offered in `out.unkept` if its key is present (replacing its
-    /// value: a request, like a hit; unless not `replace`, when the present value stays and
-    /// the offered entry is handed back in `out`) or the policy admits it (`hits`, the
-    /// shard's lock's count, tells S3-FIFO's climber the hit ratio). A present entry that
-    /// has expired counts as absent. The entry gets its deadline from `write`'s lifetime
-    /// or the cache's, and a few slots are looked at for expired entries to reclaim.
+    /// Where `key` (of `hash`) is held, if it is: what a write finds before it hands the
+    /// shard its entry (see [`Shard::insert`]).
     #[inline(always)]
-    pub(crate) fn insert(&mut self, write: &Write<'_>, hits: u64, out: &mut Leftovers<K, V>) -> Admission {
+    pub(crate) fn find(&self, hash: u64, key: &K) -> Option<u32> {
+        self.store.find(hash, key)
+    }
+
+    /// Stores `key` and `value` if the key is present (at `found`, replacing its value: a
+    /// request, like a hit; unless not `replace`, when the present value stays and the
+    /// offered entry is handed back in `out`) or the policy admits it (`hits`, the shard's
+    /// lock's count, tells S3-FIFO's climber the hit ratio). A present entry that has
+    /// expired counts as absent. The entry gets its deadline from `write`'s lifetime or the
+    /// cache's, and a few slots are looked at for expired entries to reclaim. What the
+    /// shard does not keep goes to `out`.
+    ///
+    /// The caller finds the key ([`Shard::find`]) while it still owns the entry, outside
+    /// this call: if `K::eq` panics, the entry is dropped after the lock is released.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(crate) fn insert(
+        &mut self,
+        write: &Write<'_>,
+        found: Option<u32>,
+        key: K,
+        value: V,
+        hits: u64,
+        out: &mut Leftovers<K, V>,
+    ) -> Admission {
         let (hash, weight) = (write.hash, write.weight);
         // A user's insert replaces a present value; a load's store keeps it, and stores
         // nothing if the key was written since the load began.
@@ -365,14 +385,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         let timed = write.expiry.started();
         let now = if timed { write.expiry.clock.now() } else { 0 };
         let too_heavy = u64::from(weight) > self.policy.capacity;
-        // The offered entry waits in `out` while `K::eq` runs: if it panics, the entry is
-        // dropped with `out`, after the lock is released.
-        let Some((offered, _)) = &out.unkept else {
-            debug_assert!(false, "an insert offers an entry");
-            return Admission::Rejected;
-        };
-        let mut found = self.store.find(hash, offered);
-        let (key, value) = out.unkept.take().expect("the offered entry");
+        let mut found = found;
         // An expired entry (in grace, or not yet reclaimed) counts as absent, but its key
         // was held: its new value needs no admission.
         let mut held = false;
