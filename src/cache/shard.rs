@@ -59,9 +59,9 @@ struct Pending {
 
 /// What a write leaves to report and drop once the lock is released.
 pub(crate) struct Leftovers<K, V> {
-    /// The entry offered to an insert, until the shard takes it; after, what the shard
-    /// does not keep of it: the entry, when not stored; on an update, the key offered (the
-    /// entry keeps its own).
+    /// What the shard does not keep of an entry offered to it: the entry, when not
+    /// stored; on an update, the key offered (the entry keeps its own). A load's store and
+    /// a track offer their entry here, until the shard takes it.
     pub(crate) unkept: Option<(K, V)>,
     /// Entries that left the shard (evicted, expired, replaced, removed), with why.
     pub(crate) removed: Removed<K, V>,
