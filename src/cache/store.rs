@@ -163,9 +163,10 @@ pub(crate) struct Store<K, V> {
     deadlines: Option<Box<Deadlines>>,
     queues: [Ring; 2],
     next_stamp: u32,
-    /// Entries the store expects to hold: it grows by doubling up to [`SIZED_AT`]
-    /// entries, then straight to this many, so that a full store wastes no room and an
-    /// empty one takes none.
+    /// Entries the store expects to hold: its table is sized for them when it stores its
+    /// first entry (a table that doubled would rehash every entry each time), its slots
+    /// grow by doubling up to [`SIZED_AT`] entries, then straight to this many, so that a
+    /// full store wastes no room and an empty one takes none.
     expected: usize,
 }
 
@@ -196,8 +197,27 @@ impl<K, V> Store<K, V> {
         Store { expected: entries.min(SIZED_UP_TO), ..Store::with_capacity(0, weighted) }
     }
 
-    /// Room for the entries expected, once the store is past [`SIZED_AT`] and full.
+    /// Room for one more slot in a full store of `len`: the table (which would otherwise
+    /// rehash every entry at each doubling) sized for the entries expected at once, when
+    /// the store first grows; the slots doubled, or past [`SIZED_AT`] made the entries
+    /// expected.
     #[cold]
+    #[inline(never)]
+    fn make_room(&mut self, len: usize) {
+        if self.table.capacity() < self.expected {
+            let slots = &self.slots;
+            self.table.reserve(self.expected - self.table.len(), |&i| {
+                slots[i as usize].as_ref().map_or(0, |e| e.hash)
+            });
+        }
+        if len >= SIZED_AT && len < self.expected {
+            self.reserve_expected();
+        } else {
+            self.slots.reserve(1);
+        }
+    }
+
+    /// Room for the entries expected, once the store is past [`SIZED_AT`] and full.
     fn reserve_expected(&mut self) {
         let more = self.expected - self.slots.len();
         self.slots.reserve_exact(more);
@@ -418,8 +438,8 @@ impl<K, V> Store<K, V> {
             }
             None => {
                 let len = self.slots.len();
-                if len == self.slots.capacity() && len >= SIZED_AT && len < self.expected {
-                    self.reserve_expected();
+                if len == self.slots.capacity() {
+                    self.make_room(len);
                 }
                 self.slots.push(Some(entry));
                 len as u32
