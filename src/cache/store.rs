@@ -122,8 +122,12 @@ impl Pairs {
     fn grow(&mut self) {
         let mut buf = vec![0; (2 * self.buf.len()).max(16)].into_boxed_slice();
         let len = self.len();
-        for (i, place) in buf.iter_mut().take(len).enumerate() {
-            *place = self.buf[self.start.wrapping_add(i) & (self.buf.len() - 1)];
+        if len > 0 {
+            // The pairs from `start` to the end of the buffer, then those that wrapped.
+            let head = self.start & (self.buf.len() - 1);
+            let first = len.min(self.buf.len() - head);
+            buf[..first].copy_from_slice(&self.buf[head..head + first]);
+            buf[first..len].copy_from_slice(&self.buf[..len - first]);
         }
         (self.buf, self.start, self.end) = (buf, 0, len);
     }
