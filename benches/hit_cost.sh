@@ -29,9 +29,9 @@ budget() {
         get-ttl) echo 122 ;;
         get-or-insert-ttl) echo "x1.05 of get-ttl" ;;
         get-or-insert-fresh) echo "x1.15 of get" ;;
-        insert) echo 539 ;;
-        insert-ttl) echo 583 ;;
-        get-or-insert-miss) echo 1435 ;;
+        insert) echo 540 ;;
+        insert-ttl) echo 584 ;;
+        get-or-insert-miss) echo 1437 ;;
         read-through) echo 216 ;;
         *) echo "" ;;
     esac

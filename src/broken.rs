@@ -109,11 +109,11 @@ pub(crate) fn remove_unstamped<S: Shape>(table: &Table<S>, p: Probe) -> bool {
     true
 }
 
-/// [`UNLOCKED_DRAIN`]: moves the hits counted in the top half of a shard lock's `state` to
-/// `drained` with a load and two separate updates, so two readers draining at once both
+/// [`UNLOCKED_DRAIN`]: moves the hits counted in the top quarter of a shard lock's `state`
+/// to `drained` with a load and two separate updates, so two readers draining at once both
 /// move the same hits.
 pub(crate) fn unlocked_drain(state: &AtomicU64, drained: &AtomicU64) {
-    let hits = state.load(Ordering::Relaxed) >> 32;
+    let hits = state.load(Ordering::Relaxed) >> 48;
     drained.fetch_add(hits, Ordering::Relaxed);
-    state.fetch_sub(hits << 32, Ordering::Relaxed);
+    state.fetch_sub(hits << 48, Ordering::Relaxed);
 }

@@ -9,14 +9,15 @@
 //! little, then yield. No poisoning: a panic under the lock releases it, and the shard's
 //! code keeps its state whole across user code (see `shard.rs`).
 //!
-//! The lock also counts the cache's hits, for free: a reader that found its key releases
-//! the lock with one `fetch_add` that takes its hold off the low half of the state and
-//! adds one to the top half, which counts hits since the last writer. Readers cannot
-//! count while a writer holds the lock, so the writer that takes it moves the count to
-//! `drained` in the same compare-and-swap. So that the count never wraps where writes are
-//! rare, a reader whose hit takes it past [`DRAIN_AT`] takes the write lock once to drain
-//! it; until that is done every later hit does the same, so a stalled reader delays the
-//! drain by at most one hit per thread.
+//! The lock also counts the cache's hits and misses, for free: a reader releases the lock
+//! with one `fetch_add` that takes its hold off the low half of the state and adds one to
+//! the top quarter (a hit) or the quarter below it (a miss), which count since the last
+//! writer. Readers cannot count while a writer holds the lock, so the writer that takes it
+//! moves both counts to `drained` and `drained_misses` in the same compare-and-swap. So
+//! that a count never wraps where writes are rare, a reader whose release takes it past
+//! [`DRAIN_AT`] takes the write lock once to drain it; until that is done every later
+//! release of that count does the same, so a stalled reader delays the drain by at most
+//! one count per thread.
 
 use crate::broken;
 use crate::primitive::{AtomicU64, Backoff, LockCell, Ordering, SharedRef, UniqueRef};
@@ -27,13 +28,18 @@ const WRITER: u64 = 1;
 const WAITING: u64 = 2;
 /// One reader (the readers' count is the low half over this).
 const READER: u64 = 4;
-/// One hit (the hits' count is the top half).
-const HIT: u64 = 1 << 32;
+/// One miss (the misses' count is the third quarter).
+const MISS: u64 = 1 << 32;
+/// One hit (the hits' count is the top quarter).
+const HIT: u64 = 1 << 48;
 /// The low half: the writer's bits and the readers.
-const HELD: u64 = HIT - 1;
-/// Hits counted in the state past which a reader drains: half the top half's range, so
-/// that the test is of the state's top bit (1 under loom, so that the models reach it).
-const DRAIN_AT: u64 = if cfg!(cuckoo_gate_loom) { 1 } else { 1 << 31 };
+const HELD: u64 = MISS - 1;
+/// A count's quarter, shifted down.
+const COUNT: u64 = 0xFFFF;
+/// Hits (or misses) counted in the state past which a reader drains: half a quarter's
+/// range, so that a count has as much again before it could wrap (1 under loom, so that
+/// the models reach it). A drain takes the write lock once per 32,768 requests of a shard.
+const DRAIN_AT: u64 = if cfg!(cuckoo_gate_loom) { 1 } else { 1 << 15 };
 
 /// A reader-writer lock for a shard. In this order (`repr(C)`): the value starts in the
 /// state word's cache line (see `Store`'s layout).
@@ -43,6 +49,9 @@ pub(crate) struct ShardLock<T> {
     /// Hits moved out of the state; written only by the writer holding the lock.
     drained: AtomicU64,
     value: LockCell<T>,
+    /// Misses moved out of the state, as `drained` (after the value: the state's line
+    /// keeps the value's first fields).
+    drained_misses: AtomicU64,
 }
 
 // SAFETY: the lock hands out `&T` to readers on any thread at once (hence `T: Sync`) and
@@ -68,7 +77,12 @@ pub(crate) struct WriteGuard<'a, T> {
 
 impl<T> ShardLock<T> {
     pub(crate) fn new(value: T) -> Self {
-        ShardLock { state: AtomicU64::new(0), drained: AtomicU64::new(0), value: LockCell::new(value) }
+        ShardLock {
+            state: AtomicU64::new(0),
+            drained: AtomicU64::new(0),
+            value: LockCell::new(value),
+            drained_misses: AtomicU64::new(0),
+        }
     }
 
     /// Shared access; waits while a writer holds the lock or waits for it.
@@ -108,10 +122,10 @@ impl<T> ShardLock<T> {
         } else {
             self.write_slow()
         };
-        // The swap cleared the hits counted since the last writer; none can be counted
-        // while this writer holds the lock.
-        if taken >= HIT {
-            self.add_drained(taken >> 32);
+        // The swap cleared the hits and misses counted since the last writer; none can be
+        // counted while this writer holds the lock.
+        if taken > HELD {
+            self.add_drained(taken >> 48, taken >> 32 & COUNT);
         }
         WriteGuard { lock: self, value: std::mem::ManuallyDrop::new(self.value.unique()) }
     }
@@ -140,14 +154,16 @@ impl<T> ShardLock<T> {
         }
     }
 
-    /// Adds `hits` to `drained`; only the writer holding the lock calls it.
+    /// Adds `hits` to `drained` and `misses` to `drained_misses`; only the writer holding
+    /// the lock calls it.
     #[inline]
-    fn add_drained(&self, hits: u64) {
+    fn add_drained(&self, hits: u64, misses: u64) {
         self.drained.store(self.drained.load(Ordering::Relaxed) + hits, Ordering::Relaxed);
+        self.drained_misses.store(self.drained_misses.load(Ordering::Relaxed) + misses, Ordering::Relaxed);
     }
 
-    /// Moves the hits counted in the state to `drained`, as [`ReadGuard::release_hit`]
-    /// asks.
+    /// Moves the hits and misses counted in the state to `drained` and `drained_misses`,
+    /// as [`ReadGuard::release_hit`] and [`ReadGuard::release_miss`] ask.
     #[cold]
     #[inline(never)]
     pub(crate) fn drain_hits(&self) {
@@ -182,13 +198,31 @@ impl<T> ReadGuard<'_, T> {
         // hold is released once, below, and not again by `Drop`.
         unsafe { std::mem::ManuallyDrop::drop(&mut this.value) };
         let before = this.lock.state.fetch_add(HIT.wrapping_sub(READER), Ordering::Release);
-        before >> 32 >= DRAIN_AT
+        before >> 48 >= DRAIN_AT
+    }
+
+    /// Releases the hold, counting a miss. `true` if the misses counted in the state have
+    /// passed [`DRAIN_AT`]: the caller then calls [`ShardLock::drain_hits`].
+    #[inline]
+    #[must_use]
+    #[allow(unsafe_code)]
+    pub(crate) fn release_miss(self) -> bool {
+        let mut this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: as `release_hit`'s.
+        unsafe { std::mem::ManuallyDrop::drop(&mut this.value) };
+        let before = this.lock.state.fetch_add(MISS.wrapping_sub(READER), Ordering::Release);
+        before >> 32 & COUNT >= DRAIN_AT
     }
 
     /// Hits counted by this lock: drained, and in the state. Exact while this hold keeps
     /// writers out (the count in the state only grows meanwhile).
     pub(crate) fn hits(&self) -> u64 {
-        self.lock.drained.load(Ordering::Relaxed) + (self.lock.state.load(Ordering::Relaxed) >> 32)
+        self.lock.drained.load(Ordering::Relaxed) + (self.lock.state.load(Ordering::Relaxed) >> 48)
+    }
+
+    /// Misses counted by this lock, as [`hits`](Self::hits).
+    pub(crate) fn misses(&self) -> u64 {
+        self.lock.drained_misses.load(Ordering::Relaxed) + (self.lock.state.load(Ordering::Relaxed) >> 32 & COUNT)
     }
 }
 
@@ -201,7 +235,12 @@ impl<T> WriteGuard<'_, T> {
 
     /// Counts a hit found under the write lock.
     pub(crate) fn count_hit(&self) {
-        self.lock.add_drained(1);
+        self.lock.add_drained(1, 0);
+    }
+
+    /// Counts a miss found under the write lock.
+    pub(crate) fn count_miss(&self) {
+        self.lock.add_drained(0, 1);
     }
 }
 
@@ -251,7 +290,7 @@ impl<T> Drop for WriteGuard<'_, T> {
 
 #[cfg(all(test, not(cuckoo_gate_loom)))]
 mod tests {
-    use super::{Ordering, ShardLock, DRAIN_AT, HIT};
+    use super::{Ordering, ShardLock, DRAIN_AT, HIT, MISS};
 
     #[test]
     fn readers_share_and_a_writer_excludes() {
@@ -281,9 +320,30 @@ mod tests {
     }
 
     #[test]
+    fn misses_are_counted_beside_the_hits_and_drained_with_them() {
+        let lock = ShardLock::new(0);
+        assert!(!lock.read().release_miss());
+        assert!(!lock.read().release_hit());
+        assert!(!lock.read().release_miss());
+        assert_eq!(lock.state.load(Ordering::Relaxed), HIT + 2 * MISS, "a hit and two misses, no hold");
+        assert_eq!((lock.read().hits(), lock.read().misses()), (1, 2));
+        drop(lock.write());
+        assert_eq!(lock.state.load(Ordering::Relaxed), 0, "the writer took both counts");
+        lock.write().count_miss();
+        assert_eq!((lock.read().hits(), lock.read().misses()), (1, 3));
+        // The miss that passes the mark asks for a drain, and the hits' count is untouched.
+        lock.state.store(DRAIN_AT << 32, Ordering::Relaxed);
+        assert!(lock.read().release_miss());
+        assert!(!lock.read().release_hit());
+        lock.drain_hits();
+        assert_eq!(lock.state.load(Ordering::Relaxed), 0);
+        assert_eq!((lock.read().hits(), lock.read().misses()), (2, DRAIN_AT + 4));
+    }
+
+    #[test]
     fn the_hit_that_passes_the_mark_asks_for_a_drain() {
         let lock = ShardLock::new(0);
-        lock.state.store((DRAIN_AT - 1) << 32, Ordering::Relaxed);
+        lock.state.store((DRAIN_AT - 1) << 48, Ordering::Relaxed);
         assert!(!lock.read().release_hit(), "the count reached the mark");
         assert!(lock.read().release_hit(), "the count passed the mark");
         assert!(lock.read().release_hit(), "until it is drained, every hit asks");

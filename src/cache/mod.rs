@@ -226,7 +226,7 @@ pub struct AdmissionCache<K, V> {
     policy: AdmissionPolicy,
     capacity: u64,
     weigher: Option<Weigher<K, V>>,
-    /// Misses (each shard's lock counts its hits).
+    /// Misses of the loaders (each shard's lock counts its hits, and the misses of `get`).
     misses: Tally<1>,
     /// Loads in flight.
     loads: Loads<K, V>,
@@ -302,30 +302,31 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         Q: ?Sized + Eq,
     {
         let shard = self.shard(hash);
-        let found = match self.policy {
+        match self.policy {
             AdmissionPolicy::Always => {
                 let mut held = shard.write();
                 let found = held.get_mut(hash, key);
-                if found.is_some() {
-                    held.count_hit();
+                match found {
+                    Some(_) => held.count_hit(),
+                    None => held.count_miss(),
                 }
                 found
             }
             _ => {
                 let held = shard.read();
                 let found = held.get(hash, key);
-                // A hit is counted as the hold is released (a panic in user code above
-                // releases it uncounted).
-                if found.is_some() && held.release_hit() {
+                // A hit or a miss is counted as the hold is released (a panic in user code
+                // above releases it uncounted).
+                let drain = match found {
+                    Some(_) => held.release_hit(),
+                    None => held.release_miss(),
+                };
+                if drain {
                     shard.drain_hits();
                 }
                 found
             }
-        };
-        if found.is_none() {
-            self.misses.add(0);
         }
-        found
     }
 
     /// A loader's look at `key` (of `hash`): [`get`](Self::get), and whether a hit is
@@ -952,6 +953,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCache<K, V> {
         for shard in self.shards.iter() {
             let shard = shard.read();
             total.hits += shard.hits();
+            total.misses += shard.misses();
             let Counters { admitted, rejected, evictions, expirations } = shard.counters;
             total.admitted += admitted;
             total.rejected += rejected;
