@@ -183,7 +183,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             // Empty until entries come: an empty cache's memory does not grow with its
             // capacity or its shard count.
             store: Store::expecting(entries, weighted),
-            policy: Policy::new(policy, capacity, ghosts, split)?,
+            policy: Policy::new(policy, capacity, entries, ghosts, split)?,
             counters: Counters::default(),
             loading: HashTable::new(),
         })
@@ -414,8 +414,8 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 (Admission::TooHeavy, None)
             }
             None => match match held {
-                true => Some(self.policy.place(&self.store, hash, weight)),
-                false => self.policy.admit(&self.store, hash, weight, write.gate, hits),
+                true => Some(self.policy.place(&mut self.store, hash, weight)),
+                false => self.policy.admit(&mut self.store, hash, weight, write.gate, hits),
             } {
                 Some(queue) => {
                     let index = self.store.insert(key, value, hash, weight, queue);
@@ -466,7 +466,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             return Tracked::TooHeavy;
         }
         let (key, value) = out.unkept.take().expect("the offered entry");
-        let queue = self.policy.place(&self.store, write.hash, write.weight);
+        let queue = self.policy.place(&mut self.store, write.hash, write.weight);
         let index = self.store.insert(key, value, write.hash, write.weight, queue);
         if timed {
             self.store.set_deadline(index, now, write.span, write.expiry);
@@ -717,7 +717,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                     self.counters.rejected += 1;
                     return Outcome::TooHeavy(None);
                 }
-                let queue = self.policy.place(&self.store, hash, weight);
+                let queue = self.policy.place(&mut self.store, hash, weight);
                 let index = self.store.insert(key, value, hash, weight, queue);
                 self.counters.admitted += 1;
                 (Outcome::Inserted, index, span)
@@ -774,6 +774,16 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             let mut out = Vec::new();
             s3fifo.ghosts.save(&mut out);
             s3fifo.climber.save(hits, &mut out);
+            match &s3fifo.lfu {
+                Some(lfu) => {
+                    out.extend_from_slice(&lfu.lean.to_bits().to_le_bytes());
+                    lfu.sketch.save(&mut out);
+                }
+                None => {
+                    out.extend_from_slice(&(-1.0f64).to_bits().to_le_bytes());
+                    super::sketch::Sketch::new(1).expect("a sketch of one key").save(&mut out);
+                }
+            }
             out
         })
     }
@@ -789,6 +799,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         hits: u64,
     ) -> Result<(), crate::snapshot::SnapshotError> {
         let mut spare;
+        let lfu = self.policy.s3fifo.as_ref().is_some_and(|s3fifo| s3fifo.lfu.is_some());
         let (ghosts, alike) = match &mut self.policy.s3fifo {
             Some(s3fifo) => (&mut s3fifo.ghosts, alike),
             None => {
@@ -798,9 +809,25 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         };
         let taken = ghosts.restore(d, alike)?;
         if d.version() >= 4 {
-            let climber = super::climber::Climber::restore(d, hits, ghosts.capacity())?;
+            let climber = super::climber::Climber::restore(d, hits, ghosts.capacity(), lfu)?;
             if let (Some(s3fifo), true) = (&mut self.policy.s3fifo, taken) {
                 s3fifo.climber = climber;
+            }
+        }
+        if d.version() >= 6 {
+            // The credit's place (negative if saved without a sketch), then the sketch.
+            let lean = f64::from_bits(d.u64()?);
+            if !(lean == -1.0 || (0.0..=1.0).contains(&lean)) {
+                return Err(crate::snapshot::SnapshotError::inconsistent("cache sketch credit"));
+            }
+            let mut spare = super::sketch::Sketch::new(1).expect("a sketch of one key");
+            match &mut self.policy.s3fifo {
+                Some(super::policy::S3Fifo { lfu: Some(lfu), .. }) => {
+                    if lfu.sketch.restore(d, alike)? && lean >= 0.0 {
+                        lfu.set_lean(lean);
+                    }
+                }
+                _ => _ = spare.restore(d, false)?,
             }
         }
         Ok(())
