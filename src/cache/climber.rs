@@ -29,21 +29,11 @@ const DECAY: f64 = 0.98;
 
 /// A change of the hit ratio between samples this large starts the step over (Caffeine:
 /// 0.05).
-const RESTART: f64 = 0.05;
+pub(crate) const RESTART: f64 = 0.05;
 
-/// What a climber's move is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Knob {
-    /// How long the ghosts remember.
-    Reach,
-    /// How much a returning ghost's recency counts against main's victim's frequency
-    /// (S3-FIFO with a frequency sketch).
-    Credit,
-}
-
-/// One knob's hill: the hit ratio of the last sample that moved it and its next step.
+/// One knob's hill: the hit ratio of the last sample that moved it, and its next step.
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct Hill {
+pub(crate) struct Hill {
     /// The hit ratio of the last sample that moved this knob.
     previous: f64,
     /// The next move, as a share of the knob's full range: its sign is the direction.
@@ -51,13 +41,15 @@ struct Hill {
 }
 
 impl Hill {
-    /// A hill whose first move is towards `direction` (-1 or 1).
-    fn new(direction: f64) -> Self {
-        Hill { previous: 0.0, step: STEP.copysign(direction) }
+    /// A hill whose first move lowers its knob.
+    pub(crate) fn new() -> Self {
+        Hill { previous: 0.0, step: -STEP }
     }
 
-    /// The move after a sample of hit ratio `rate`, and the step after it.
-    fn climb(&mut self, rate: f64) -> f64 {
+    /// The move after a sample of hit ratio `rate`, and the step after it: the same way
+    /// while the hit ratio rises, the other when it falls; smaller each time, and
+    /// [`STEP`] again after a jump of [`RESTART`].
+    pub(crate) fn climb(&mut self, rate: f64) -> f64 {
         let change = rate - self.previous;
         let amount = if change >= 0.0 { self.step } else { -self.step };
         self.step = if change.abs() >= RESTART { STEP.copysign(amount) } else { DECAY * amount };
@@ -66,8 +58,16 @@ impl Hill {
     }
 
     #[cfg(feature = "serde")]
-    /// Reads a hill's two fields; an error if out of range.
-    fn restore<R: std::io::Read + ?Sized>(
+    /// Appends the last hit ratio and the step, as `f64` bits (little-endian).
+    pub(crate) fn save(&self, out: &mut Vec<u8>) {
+        for field in [self.previous.to_bits(), self.step.to_bits()] {
+            out.extend_from_slice(&field.to_le_bytes());
+        }
+    }
+
+    #[cfg(feature = "serde")]
+    /// Reads what [`Hill::save`] wrote; an error if out of range.
+    pub(crate) fn restore<R: std::io::Read + ?Sized>(
         d: &mut crate::snapshot::Decoder<'_, R>,
     ) -> Result<Self, crate::snapshot::SnapshotError> {
         let (previous, step) = (f64::from_bits(d.u64()?), f64::from_bits(d.u64()?));
@@ -78,9 +78,7 @@ impl Hill {
     }
 }
 
-/// A shard's climber: the sample so far, and for each knob it moves, the last hit ratio
-/// that moved it and its next step. With two knobs, samples move them in turn, so that
-/// each move is judged by a sample of its own.
+/// A shard's climber: the sample so far, the last sample's hit ratio and the next step.
 ///
 /// A miss costs a decrement and a comparison: the sample ends when the hits the shard's
 /// lock has counted since it began reach `left`, which starts at the sample's length and
@@ -95,40 +93,34 @@ pub(crate) struct Climber {
     /// The sample's length less its misses so far: the sample ends when the hits since
     /// `start` reach it.
     left: u64,
-    /// The ghosts' reach.
+    /// The ghosts' reach's hill.
     reach: Hill,
-    /// The recency credit, under S3-FIFO with a sketch.
-    credit: Option<Hill>,
-    /// Whether the sample under way moves the credit.
-    turn: bool,
 }
 
 impl Climber {
     /// A climber for a shard whose lock has counted `hits` and whose ghosts remember
     /// `keys` keys at full reach: samples of `SAMPLE` times `keys` requests (and
-    /// [`MIN_SAMPLE`] at least). Its first move shortens the reach (it starts full). With
-    /// `credit` it also moves the recency credit, first downwards, in the samples between.
-    pub(crate) fn new(hits: u64, keys: usize, credit: bool) -> Self {
+    /// [`MIN_SAMPLE`] at least). Its first move shortens the reach (it starts full).
+    pub(crate) fn new(hits: u64, keys: usize) -> Self {
         let sample = SAMPLE.saturating_mul(keys as u64).max(MIN_SAMPLE);
-        Climber {
-            sample,
-            start: hits,
-            left: sample,
-            reach: Hill::new(-1.0),
-            credit: credit.then(|| Hill::new(-1.0)),
-            turn: false,
-        }
+        Climber { sample, start: hits, left: sample, reach: Hill::new() }
     }
 
     /// Counts a miss, with `hits` the hits the shard's lock has counted so far; at the
-    /// end of a sample, the knob to move and the move, as a share of its full range.
+    /// end of a sample, its hit ratio (the next sample starts).
     #[inline(always)]
-    pub(crate) fn miss(&mut self, hits: u64) -> Option<(Knob, f64)> {
+    pub(crate) fn miss(&mut self, hits: u64) -> Option<f64> {
         self.left -= 1;
         if hits.wrapping_sub(self.start) < self.left {
             return None;
         }
-        Some(self.adjust(hits))
+        Some(self.end(hits))
+    }
+
+    /// The move to make to the reach after a sample of hit ratio `rate`, as a share of the
+    /// full reach.
+    pub(crate) fn reach(&mut self, rate: f64) -> f64 {
+        self.reach.climb(rate)
     }
 
     /// Hits and misses in the sample so far, with `hits` the lock's count.
@@ -136,80 +128,53 @@ impl Climber {
         (hits.wrapping_sub(self.start), self.sample - self.left)
     }
 
-    /// The end of a sample, with `hits` the lock's count: the knob its turn moves, the
-    /// move, and the step after it.
+    /// The end of a sample, with `hits` the lock's count: its hit ratio.
     #[cold]
     #[inline(never)]
-    fn adjust(&mut self, hits: u64) -> (Knob, f64) {
+    fn end(&mut self, hits: u64) -> f64 {
         let (sampled, misses) = self.counts(hits);
-        let rate = sampled as f64 / (sampled + misses) as f64;
         (self.start, self.left) = (hits, self.sample);
-        match (&mut self.credit, self.turn) {
-            (Some(credit), true) => {
-                self.turn = false;
-                (Knob::Credit, credit.climb(rate))
-            }
-            (credit, _) => {
-                self.turn = credit.is_some();
-                (Knob::Reach, self.reach.climb(rate))
-            }
-        }
+        sampled as f64 / (sampled + misses) as f64
     }
 
     #[cfg(feature = "serde")]
     /// Appends the climber's state to `out`, for a cache's save, with `hits` the shard's
     /// lock's count (little-endian: the hits and misses of the sample so far, then the last
-    /// hit ratio and the step as `f64` bits; from version 6 the credit's two, 0 and 0
-    /// without one, and whether the credit moves next).
+    /// hit ratio and the step as `f64` bits).
     pub(crate) fn save(&self, hits: u64, out: &mut Vec<u8>) {
         let (sampled, misses) = self.counts(hits);
-        let credit = self.credit.unwrap_or(Hill { previous: 0.0, step: 0.0 });
-        for field in [
-            sampled,
-            misses,
-            self.reach.previous.to_bits(),
-            self.reach.step.to_bits(),
-            credit.previous.to_bits(),
-            credit.step.to_bits(),
-            u64::from(self.turn),
-        ] {
+        for field in [sampled, misses] {
             out.extend_from_slice(&field.to_le_bytes());
         }
+        self.reach.save(out);
     }
 
     #[cfg(feature = "serde")]
     /// Reads what [`Climber::save`] wrote, for a shard whose lock has counted `hits` and
-    /// whose ghosts remember `keys` keys at full reach, with a credit if `credit`; an
-    /// error if a field is out of range. Before version 6 the credit starts afresh.
+    /// whose ghosts remember `keys` keys at full reach; an error if a field is out of
+    /// range.
     pub(crate) fn restore<R: std::io::Read + ?Sized>(
         d: &mut crate::snapshot::Decoder<'_, R>,
         hits: u64,
         keys: usize,
-        credit: bool,
     ) -> Result<Self, crate::snapshot::SnapshotError> {
         let (sampled, misses) = (d.u64()?, d.u64()?);
         let reach = Hill::restore(d)?;
-        let (saved, turn) = if d.version() >= 6 { (Some(Hill::restore(d)?), d.u64()? == 1) } else { (None, false) };
         // Counts past 2^62 come from no sample (and could overflow as requests are added).
         if sampled.max(misses) > 1 << 62 {
             return Err(crate::snapshot::SnapshotError::inconsistent("cache climber"));
         }
-        let fresh = Climber::new(hits, keys, credit);
-        // A saved credit without a step was saved without one (another policy).
-        let credit = match (fresh.credit, saved) {
-            (Some(_), Some(saved)) if saved.step != 0.0 => Some(saved),
-            (fresh, _) => fresh,
-        };
+        let fresh = Climber::new(hits, keys);
         // The sample so far counts on: it began `sampled` hits ago, and its misses brought
         // its end closer (a sample already over ends at the next miss).
         let (start, left) = (hits.wrapping_sub(sampled), fresh.sample.saturating_sub(misses).max(1));
-        Ok(Climber { start, left, reach, turn: turn && credit.is_some(), credit, ..fresh })
+        Ok(Climber { start, left, reach, ..fresh })
     }
 }
 
 #[cfg(all(test, not(cuckoo_gate_loom)))]
 mod tests {
-    use super::{Climber, Knob, MIN_SAMPLE, RESTART, SAMPLE, STEP};
+    use super::{Climber, MIN_SAMPLE, RESTART, SAMPLE, STEP};
 
     /// Runs one sample of the climber's requests at hit ratio `rate`; the move it makes.
     fn sample(climber: &mut Climber, hits: &mut u64, rate: f64) -> f64 {
@@ -220,13 +185,14 @@ mod tests {
         for _ in 1..misses {
             assert_eq!(climber.miss(*hits), None, "no move within a sample");
         }
-        climber.miss(*hits).expect("a move at the sample's end").1
+        let rate = climber.miss(*hits).expect("a sample's end");
+        climber.reach(rate)
     }
 
     #[test]
     fn it_keeps_its_direction_while_the_hit_ratio_rises_and_turns_when_it_falls() {
-        assert_eq!(Climber::new(0, 10, false).sample, MIN_SAMPLE, "a small shard's sample");
-        let (mut climber, mut hits) = (Climber::new(7, 200, false), 7);
+        assert_eq!(Climber::new(0, 10).sample, MIN_SAMPLE, "a small shard's sample");
+        let (mut climber, mut hits) = (Climber::new(7, 200), 7);
         assert_eq!(climber.sample, 200 * SAMPLE);
         assert_eq!(sample(&mut climber, &mut hits, 0.30), -STEP, "first, a shorter reach");
         let rising = sample(&mut climber, &mut hits, 0.31);
@@ -243,18 +209,5 @@ mod tests {
         // A jump in the hit ratio (the workload changed) starts the step over.
         assert_eq!(sample(&mut climber, &mut hits, 0.30 + RESTART + 0.01).abs(), last * 0.98);
         assert_eq!(sample(&mut climber, &mut hits, 0.31 + RESTART).abs(), STEP);
-    }
-
-    #[test]
-    fn with_a_credit_samples_move_the_knobs_in_turn() {
-        let (mut climber, mut hits) = (Climber::new(0, 200, true), 0);
-        let turns: Vec<Knob> = (0..4)
-            .map(|_| {
-                hits += 1_000;
-                (1..1_000).for_each(|_| assert_eq!(climber.miss(hits), None));
-                climber.miss(hits).expect("a move").0
-            })
-            .collect();
-        assert_eq!(turns, [Knob::Reach, Knob::Credit, Knob::Reach, Knob::Credit]);
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crossbeam_utils::CachePadded;
 
 use super::bloom::BloomGhosts;
-use super::climber::{Climber, Knob};
+use super::climber::{Climber, Hill, RESTART};
 use super::ghost::Ghosts;
 use super::listener::RemovalCause;
 use super::sketch::Sketch;
@@ -129,8 +129,9 @@ pub(crate) struct S3Fifo {
     /// How long the ghosts remember (and, with a sketch, the credit), learnt from the
     /// shard's hit ratio.
     pub(crate) climber: Climber,
-    /// The frequency sketch and the recency credit, under [`AdmissionPolicy::S3FifoLfu`].
-    pub(crate) lfu: Option<Lfu>,
+    /// The frequency sketch and the recency credit, under [`AdmissionPolicy::S3FifoLfu`]
+    /// (boxed: a shard's slot stays a power of two in size).
+    pub(crate) lfu: Option<Box<Lfu>>,
 }
 
 /// Most credit a returning ghost gets: one more than a counter holds, so that at full
@@ -145,20 +146,77 @@ pub(crate) struct Lfu {
     pub(crate) lean: f64,
     /// The credit: requests a returning ghost's recency counts for against main's victim.
     credit: u8,
+    /// The credit's hill. The climber's samples move the ghosts' reach and the credit by
+    /// turns, so that each move is judged by a sample of its own.
+    pub(crate) hill: Hill,
+    /// Whether the next sample moves the credit.
+    pub(crate) turn: bool,
+    /// The last sample's hit ratio, whichever knob it moved.
+    pub(crate) last: f64,
 }
 
 impl Lfu {
-    /// A sketch for about `entries` entries, and the credit at its start: one request
-    /// (a returning ghost wins ties: it was asked for again within the ghosts' reach, the
-    /// victim only within main's round).
+    /// A sketch for about `entries` entries, and the credit at its start: [`PROMOTE_AT`]
+    /// requests, what S3-FIFO asks of a key in the small queue to move it to main (a
+    /// returning ghost's recency counts as much as the requests that would have promoted
+    /// it). The climber moves it from there.
     fn new(entries: usize) -> Result<Self, BuildError> {
-        Ok(Lfu { sketch: Sketch::new(entries)?, lean: 1.0 / MAX_CREDIT, credit: 1 })
+        let mut lfu =
+            Lfu { sketch: Sketch::new(entries)?, lean: 0.0, credit: 0, hill: Hill::new(), turn: false, last: 0.0 };
+        lfu.set_lean(f64::from(PROMOTE_AT) / MAX_CREDIT);
+        Ok(lfu)
     }
 
-    /// Moves the credit by `share` of its range.
-    #[cold]
-    pub(crate) fn lean(&mut self, share: f64) {
-        self.set_lean(self.lean + share);
+
+
+    #[cfg(feature = "serde")]
+    /// Appends 1 and the sketch's part of a shard to `out`, for a cache's save
+    /// (little-endian): the credit's place, its hill, whether it moves next, the last
+    /// sample's hit ratio (`f64` bits, and a byte for the turn), then the sketch.
+    pub(crate) fn save(&self, out: &mut Vec<u8>) {
+        out.push(1);
+        out.extend_from_slice(&self.lean.to_bits().to_le_bytes());
+        self.hill.save(out);
+        out.push(u8::from(self.turn));
+        out.extend_from_slice(&self.last.to_bits().to_le_bytes());
+        self.sketch.save(out);
+    }
+
+    #[cfg(feature = "serde")]
+    /// Reads what [`Lfu::save`] wrote (or the 0 written without a sketch), and has `into`
+    /// take it over if its sketch is sized as the saved one; an error if a field is out
+    /// of range.
+    pub(crate) fn restore<R: std::io::Read + ?Sized>(
+        d: &mut crate::snapshot::Decoder<'_, R>,
+        into: Option<&mut Lfu>,
+    ) -> Result<(), crate::snapshot::SnapshotError> {
+        let inconsistent = crate::snapshot::SnapshotError::inconsistent;
+        match d.u8()? {
+            0 => return Ok(()),
+            1 => {}
+            _ => return Err(inconsistent("cache sketch flag")),
+        }
+        let lean = f64::from_bits(d.u64()?);
+        let hill = Hill::restore(d)?;
+        let turn = match d.u8()? {
+            0 => false,
+            1 => true,
+            _ => return Err(inconsistent("cache sketch turn")),
+        };
+        let last = f64::from_bits(d.u64()?);
+        if !(0.0..=1.0).contains(&lean) || !(0.0..=1.0).contains(&last) {
+            return Err(inconsistent("cache sketch credit"));
+        }
+        match into {
+            Some(lfu) => {
+                if lfu.sketch.restore(d, true)? {
+                    (lfu.hill, lfu.turn, lfu.last) = (hill, turn, last);
+                    lfu.set_lean(lean);
+                }
+            }
+            None => _ = Sketch::new(1).expect("a sketch of one key").restore(d, false)?,
+        }
+        Ok(())
     }
 
     /// Sets where the credit stands (clamped to 0 to 1).
@@ -401,8 +459,8 @@ impl Policy {
                 debug_assert!(capacity <= whole, "a shard holds part of the cache");
                 let ghosts = BloomGhosts::new(ghosts)?;
                 Some(S3Fifo {
-                    climber: Climber::new(0, ghosts.capacity(), lfu),
-                    lfu: if lfu { Some(Lfu::new(entries)?) } else { None },
+                    climber: Climber::new(0, ghosts.capacity()),
+                    lfu: if lfu { Some(Box::new(Lfu::new(entries)?)) } else { None },
                     ghosts,
                     split,
                     scale: ((u128::from(capacity) << 32) / u128::from(whole)) as u64,
@@ -427,8 +485,8 @@ impl Policy {
     ) -> Option<Queue> {
         match (&mut self.s3fifo, gate) {
             (Some(s3fifo), _) => {
-                if let Some((knob, share)) = s3fifo.climber.miss(hits) {
-                    s3fifo.sample_end(knob, share);
+                if let Some(rate) = s3fifo.climber.miss(hits) {
+                    s3fifo.sample_end(rate);
                 }
                 s3fifo.admit(store, hash, weight, self.capacity)
             }
@@ -511,19 +569,33 @@ impl Policy {
 }
 
 impl S3Fifo {
-    /// The end of one of the climber's samples: the move it makes to `knob`, and the
-    /// sketch's reset (TinyLFU halves its counters every ten times the cache's size in
-    /// requests, the length of the climber's sample).
+    /// The end of one of the climber's samples, of hit ratio `rate`: the move it makes to
+    /// the ghosts' reach or, every other sample under [`AdmissionPolicy::S3FifoLfu`], to
+    /// the credit; and the sketch's reset (TinyLFU halves its counters every ten times
+    /// the cache's size in requests, the length of the climber's sample), or its clearing
+    /// if the hit ratio jumped by the climber's restart threshold.
     #[cold]
     #[inline(never)]
-    fn sample_end(&mut self, knob: Knob, share: f64) {
-        match (knob, &mut self.lfu) {
-            (Knob::Credit, Some(lfu)) => lfu.lean(share),
-            _ => self.ghosts.stretch(share),
+    fn sample_end(&mut self, rate: f64) {
+        let Some(lfu) = &mut self.lfu else {
+            self.ghosts.stretch(self.climber.reach(rate));
+            return;
+        };
+        if lfu.turn {
+            let share = lfu.hill.climb(rate);
+            lfu.set_lean(lfu.lean + share);
+        } else {
+            self.ghosts.stretch(self.climber.reach(rate));
         }
-        if let Some(lfu) = &mut self.lfu {
+        lfu.turn = !lfu.turn;
+        // The workload changed (the hit ratio jumped): what the sketch counted was of the
+        // one before, and would hold its keys in main against the new one's.
+        if (rate - lfu.last).abs() >= RESTART {
+            lfu.sketch.clear();
+        } else {
             lfu.sketch.reset();
         }
+        lfu.last = rate;
     }
 
     /// The small queue's target weight in this shard: its share of the shared target,

@@ -775,14 +775,8 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             s3fifo.ghosts.save(&mut out);
             s3fifo.climber.save(hits, &mut out);
             match &s3fifo.lfu {
-                Some(lfu) => {
-                    out.extend_from_slice(&lfu.lean.to_bits().to_le_bytes());
-                    lfu.sketch.save(&mut out);
-                }
-                None => {
-                    out.extend_from_slice(&(-1.0f64).to_bits().to_le_bytes());
-                    super::sketch::Sketch::new(1).expect("a sketch of one key").save(&mut out);
-                }
+                Some(lfu) => lfu.save(&mut out),
+                None => out.push(0),
             }
             out
         })
@@ -799,7 +793,6 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         hits: u64,
     ) -> Result<(), crate::snapshot::SnapshotError> {
         let mut spare;
-        let lfu = self.policy.s3fifo.as_ref().is_some_and(|s3fifo| s3fifo.lfu.is_some());
         let (ghosts, alike) = match &mut self.policy.s3fifo {
             Some(s3fifo) => (&mut s3fifo.ghosts, alike),
             None => {
@@ -809,26 +802,19 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
         };
         let taken = ghosts.restore(d, alike)?;
         if d.version() >= 4 {
-            let climber = super::climber::Climber::restore(d, hits, ghosts.capacity(), lfu)?;
+            let climber = super::climber::Climber::restore(d, hits, ghosts.capacity())?;
             if let (Some(s3fifo), true) = (&mut self.policy.s3fifo, taken) {
                 s3fifo.climber = climber;
             }
         }
         if d.version() >= 6 {
-            // The credit's place (negative if saved without a sketch), then the sketch.
-            let lean = f64::from_bits(d.u64()?);
-            if !(lean == -1.0 || (0.0..=1.0).contains(&lean)) {
-                return Err(crate::snapshot::SnapshotError::inconsistent("cache sketch credit"));
-            }
-            let mut spare = super::sketch::Sketch::new(1).expect("a sketch of one key");
-            match &mut self.policy.s3fifo {
-                Some(super::policy::S3Fifo { lfu: Some(lfu), .. }) => {
-                    if lfu.sketch.restore(d, alike)? && lean >= 0.0 {
-                        lfu.set_lean(lean);
-                    }
-                }
-                _ => _ = spare.restore(d, false)?,
-            }
+            // The sketch and the credit, if saved with them: taken over by a shard that has
+            // them, if alike and sized alike.
+            let mine = match &mut self.policy.s3fifo {
+                Some(super::policy::S3Fifo { lfu: Some(lfu), .. }) if alike => Some(&mut **lfu),
+                _ => None,
+            };
+            super::policy::Lfu::restore(d, mine)?;
         }
         Ok(())
     }

@@ -5,8 +5,11 @@
 //!
 //! A key has four counters, each in another 64-bit word of one 64-byte block (Caffeine
 //! 3's layout: one cache line per key), and its estimate is the least of them. A counter
-//! saturates at 15. After [`SAMPLE`] times the table's keys of increments every counter is
-//! halved (TinyLFU's reset), so that the sketch forgets at the pace the cache turns over.
+//! saturates at 15. Every counter is halved (TinyLFU's reset) at the end of each of the
+//! shard's climber's samples, ten times the cache's size in requests (TinyLFU's and
+//! Caffeine's period, counted in requests here as the sketch does not see every request),
+//! so that the sketch forgets at the pace the cache turns over; it is cleared when the
+//! hit ratio jumps (the workload changed).
 //!
 //! It is fed where this crate already counts, so that a hit costs nothing more: a
 //! returning ghost counts one request, and an entry's own request counter (raised by hits
@@ -21,10 +24,6 @@ use crate::error::BuildError;
 #[cfg(feature = "serde")]
 use crate::snapshot::{Decoder, SnapshotError};
 
-/// Increments between resets, in multiples of the keys the table is sized for (Caffeine:
-/// ten times the maximum size, TinyLFU's `W / C = 10`).
-const SAMPLE: u64 = 10;
-
 /// Counters per entry the table is sized for (16 bits: two bytes).
 const COUNTERS_PER_ENTRY: usize = 4;
 
@@ -33,9 +32,6 @@ const BLOCK: usize = 8;
 
 /// Every counter's top bit cleared, after a shift: halves 16 counters at once.
 const HALF: u64 = 0x7777_7777_7777_7777;
-
-/// Every counter's low bit: counts the odd counters a reset rounds down.
-const ONES: u64 = 0x1111_1111_1111_1111;
 
 /// Caffeine's odd multipliers (`FrequencySketch.spread` and `rehash`).
 const SPREAD: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -47,9 +43,6 @@ pub(crate) struct Sketch {
     table: Box<[u64]>,
     /// Words the table takes once made.
     size: usize,
-    /// Increments since the last reset, and the count that triggers one.
-    added: u64,
-    sample: u64,
 }
 
 impl Sketch {
@@ -66,7 +59,7 @@ impl Sketch {
         let mut probe: Vec<u64> = Vec::new();
         probe.try_reserve_exact(size).map_err(|_| BuildError::OutOfMemory { bytes: size.saturating_mul(8) })?;
         drop(probe);
-        Ok(Sketch { table: Box::new([]), size, added: 0, sample: SAMPLE.saturating_mul(entries.max(1) as u64) })
+        Ok(Sketch { table: Box::new([]), size })
     }
 
     /// Bytes the table takes once made.
@@ -107,30 +100,20 @@ impl Sketch {
             .unwrap_or(0)
     }
 
-    /// Counts `n` requests of the key of `hash` (each counter saturating at 15); resets
-    /// when the sample is full. Makes the table at the first increment, and counts
-    /// nothing if the allocator refuses it (the sketch is a hint).
+    /// Counts `n` requests of the key of `hash` (each counter saturating at 15). Makes the
+    /// table at the first increment, and counts nothing if the allocator refuses it (the
+    /// sketch is a hint).
     #[inline]
     pub(crate) fn add(&mut self, hash: u64, n: u8) {
         if self.table.is_empty() && !self.make() {
             return;
         }
         let (block, counters) = self.place(hash);
-        let mut added = false;
         for i in 0..4 {
             let (word, shift) = Self::counter(block, counters, i);
             let value = self.table[word] >> shift & 15;
             let raised = (value + u64::from(n)).min(15);
-            if raised != value {
-                self.table[word] += (raised - value) << shift;
-                added = true;
-            }
-        }
-        if added {
-            self.added += u64::from(n);
-            if self.added >= self.sample {
-                self.reset();
-            }
+            self.table[word] += (raised - value) << shift;
         }
     }
 
@@ -147,25 +130,24 @@ impl Sketch {
         true
     }
 
-    /// TinyLFU's reset: every counter halved. The count of increments is halved too, less
-    /// what rounding the odd counters down took (a quarter of them, as a key has four).
+    /// TinyLFU's reset: every counter halved.
     #[cold]
     #[inline(never)]
     pub(crate) fn reset(&mut self) {
-        let mut odd = 0u64;
-        for word in self.table.iter_mut() {
-            odd += u64::from((*word & ONES).count_ones());
-            *word = (*word >> 1) & HALF;
-        }
-        self.added = (self.added - (odd >> 2).min(self.added)) / 2;
+        self.table.iter_mut().for_each(|word| *word = (*word >> 1) & HALF);
+    }
+
+    /// Forgets every count.
+    #[cold]
+    pub(crate) fn clear(&mut self) {
+        self.table.iter_mut().for_each(|word| *word = 0);
     }
 
     #[cfg(feature = "serde")]
     /// Appends the sketch to `out`, for a cache's save (little-endian): its size in words,
-    /// the increments since its reset, the count of words that follow (0 if never made),
-    /// and those words.
+    /// the count of words that follow (0 if never made), and those words.
     pub(crate) fn save(&self, out: &mut Vec<u8>) {
-        for field in [self.size as u64, self.added, self.table.len() as u64] {
+        for field in [self.size as u64, self.table.len() as u64] {
             out.extend_from_slice(&field.to_le_bytes());
         }
         self.table.iter().for_each(|word| out.extend_from_slice(&word.to_le_bytes()));
@@ -180,7 +162,7 @@ impl Sketch {
         d: &mut Decoder<'_, R>,
         alike: bool,
     ) -> Result<bool, SnapshotError> {
-        let (size, added, count) = (d.usize("sketch size")?, d.u64()?, d.usize("sketch words")?);
+        let (size, count) = (d.usize("sketch size")?, d.usize("sketch words")?);
         let words = d.words(count)?;
         if !(words.is_empty() || words.len() == size) || !size.is_power_of_two() || size < BLOCK {
             return Err(SnapshotError::inconsistent("cache sketch"));
@@ -188,7 +170,6 @@ impl Sketch {
         let taken = alike && size == self.size;
         if taken {
             self.table = words.into_boxed_slice();
-            self.added = added.min(self.sample);
         }
         Ok(taken)
     }
@@ -218,17 +199,16 @@ mod tests {
     }
 
     #[test]
-    fn it_halves_every_counter_after_its_sample() {
+    fn a_reset_halves_every_counter_and_a_clear_forgets() {
         let mut sketch = Sketch::new(100).unwrap();
-        for _ in 0..8 {
-            sketch.add(hash(7), 1);
+        for k in 0..50 {
+            sketch.add(hash(k), 9);
         }
-        assert_eq!(sketch.frequency(hash(7)), 8);
-        // The sample is 1,000 increments: others' requests fill it.
-        for k in 100..1_100 {
-            sketch.add(hash(k), 1);
-        }
-        assert!(sketch.frequency(hash(7)) <= 4, "halved: {}", sketch.frequency(hash(7)));
-        assert!(sketch.added < 1_000);
+        sketch.add(hash(1), 6);
+        sketch.reset();
+        assert_eq!(sketch.frequency(hash(1)), 7, "15 halved, rounded down");
+        assert!((2..50).all(|k| sketch.frequency(hash(k)) >= 4), "9 halved, or more where shared");
+        sketch.clear();
+        assert!((0..50).all(|k| sketch.frequency(hash(k)) == 0));
     }
 }
