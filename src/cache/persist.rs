@@ -512,7 +512,7 @@ where
         if let (Some(gate), Some(own)) = (gate, &self.gate) {
             own.adopt(gate);
         }
-        if policy == 2 && small > 0 && capacity == self.capacity {
+        if (policy == 2 || policy == 3) && small > 0 && capacity == self.capacity {
             self.shards[0].read().set_split_target(small, capacity);
         }
         if let (Some(recent), Some(split), true) = (recent, self.shards[0].read().split(), alike) {

@@ -186,7 +186,7 @@ mod tests {
     #[test]
     fn it_counts_each_key_within_a_little_and_saturates() {
         let mut sketch = Sketch::new(1_000).unwrap();
-        assert_eq!(sketch.memory_bytes(), 512 * 8, "four counters per entry, rounded up");
+        assert_eq!(sketch.memory_bytes(), 256 * 8, "four counters (two bytes) per entry, rounded up");
         assert_eq!(sketch.frequency(hash(1)), 0, "empty");
         for k in 0..500 {
             sketch.add(hash(k), (k % 4) as u8);
