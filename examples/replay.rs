@@ -256,8 +256,8 @@ fn ours(
 const CACHES: [(&str, Maker); 7] = [
     ("LRU (Always)", |c, e, s, w| ours(AdmissionPolicy::Always, c, e, s, w)),
     ("SecondHit", |c, e, s, w| ours(AdmissionPolicy::SecondHit, c, e, s, w)),
-    ("S3FifoLfu (default)", |c, e, s, w| ours(AdmissionPolicy::S3FifoLfu, c, e, s, w)),
-    ("S3Fifo", |c, e, s, w| ours(AdmissionPolicy::S3Fifo, c, e, s, w)),
+    ("S3Fifo (default)", |c, e, s, w| ours(AdmissionPolicy::S3Fifo, c, e, s, w)),
+    ("S3FifoLfu", |c, e, s, w| ours(AdmissionPolicy::S3FifoLfu, c, e, s, w)),
     ("quick_cache 0.7", |c, e, s, w| {
         let options = quick_cache::OptionsBuilder::new()
             .estimated_items_capacity(e.max(1))
@@ -515,8 +515,8 @@ fn report_ttl(name: &str, trace: &[Request], pct: f64, weighted: bool) {
     for (label, policy) in [
         ("LRU (Always)", AdmissionPolicy::Always),
         ("SecondHit", AdmissionPolicy::SecondHit),
-        ("S3FifoLfu (default)", AdmissionPolicy::S3FifoLfu),
-        ("S3Fifo", AdmissionPolicy::S3Fifo),
+        ("S3Fifo (default)", AdmissionPolicy::S3Fifo),
+        ("S3FifoLfu", AdmissionPolicy::S3FifoLfu),
     ] {
         let mut b =
             AdmissionCache::<u64, u32>::builder().capacity(capacity).admission(policy).shards(1).seed(7);
@@ -586,8 +586,8 @@ fn plot(
     use plotters::prelude::*;
     let hits = || curves.iter().flat_map(|(_, points)| points.iter().map(|&(_, hit)| hit));
     let (low, top) = (hits().fold(1.0, f64::min), hits().fold(0.0, f64::max));
-    // Ours first, in dark tones (the default, S3-FIFO with its sketch, in black and
-    // thicker; plain S3-FIFO in dark green); the peers in colours.
+    // Ours first, in dark tones (the default, S3-FIFO, in black and thicker; S3-FIFO with
+    // its sketch in dark green); the peers in colours.
     const COLOURS: [RGBColor; 7] = [
         RGBColor(200, 60, 60),
         RGBColor(120, 120, 120),

@@ -208,7 +208,7 @@ fn s3fifo_learns_to_keep_part_of_a_loop_longer_than_the_cache() {
 #[test]
 fn s3fifo_keeps_reused_keys_through_a_scan_and_readmits_ghosts() {
     let cache: AdmissionCache<u64, u64> = AdmissionCache::builder().capacity(100).shards(1).build().unwrap();
-    assert_eq!(cache.policy(), AdmissionPolicy::S3FifoLfu, "the default policy");
+    assert_eq!(cache.policy(), AdmissionPolicy::S3Fifo, "the default policy");
     for key in 0..100 {
         assert_eq!(cache.insert(key, key), Admission::Admitted);
     }

@@ -126,7 +126,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
         self
     }
 
-    /// The admission policy; default [`AdmissionPolicy::S3FifoLfu`].
+    /// The admission policy; default [`AdmissionPolicy::S3Fifo`].
     ///
     /// # Examples
     ///

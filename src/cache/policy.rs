@@ -45,6 +45,7 @@ pub enum AdmissionPolicy {
     /// about to be asked for, shortens it. Hits only bump a counter, under the shard's
     /// read lock. Where frequency pays more than recency (a loop longer than the cache,
     /// scans through a stable hot set) [`S3FifoLfu`](Self::S3FifoLfu) does better.
+    #[default]
     S3Fifo,
     /// S3-FIFO as [`S3Fifo`](Self::S3Fifo), with a frequency sketch at main's door: a key
     /// that returns while a ghost enters main only if it was asked for more often than
@@ -58,7 +59,13 @@ pub enum AdmissionPolicy {
     /// learnt shard by shard by the hill climber that sets the ghosts' reach, the two
     /// moved by turns. A loop longer than the cache, whose keys would each push out of
     /// main the next one asked for, then keeps main's keys.
-    #[default]
+    ///
+    /// Against `S3Fifo` (`examples/replay --sweep --plot`, 63 cells of five real traces
+    /// and three generated patterns, 0.5% to 20% of their keys): the scan-heavy `arc_p6`
+    /// gains 0.4 to 1.8 points at 10% to 20%, a loop through a cache of half and of 83%
+    /// of it 21 and 11 points; a shift of the hot set loses 0.2 to 0.8 points, a loop
+    /// through a cache of 95% of it 10, and the other traces' cells move by -0.6 to +1.8
+    /// points (mean over the cells +0.03 points on one shard, -0.01 on eight).
     S3FifoLfu,
 }
 
