@@ -18,8 +18,10 @@
 //! keys, one line per cache, into `DIR/<trace>.svg` (and the byte hit ratio into
 //! `DIR/<trace>-bytes.svg` for traces with sizes), on one thread and one shard (`--shards
 //! S` for more). It then prints, over every figure's sizes (the cells), each cache's mean
-//! hit ratio and the cells where it is more than 0.3 points under the best cache's, and
-//! lists the default policy's.
+//! hit ratio and the cells where it is more than 0.3 points under the best cache's; for each
+//! of ours (the default `S3Fifo` and `S3FifoLfu`, S3-FIFO with a frequency sketch among
+//! them) its mean against the best peer's mean and its worst cell against the best peer
+//! (quick_cache, moka, TinyUFO) of that cell; and lists the default policy's cells.
 //!
 //! TinyUFO weighs entries in `u16`: weighted, it is given sizes and capacity in KiB.
 //!
