@@ -9,7 +9,7 @@
 //! shard's climber's samples, ten times the cache's size in requests (TinyLFU's and
 //! Caffeine's period, counted in requests here as the sketch does not see every request),
 //! so that the sketch forgets at the pace the cache turns over; it is cleared when the
-//! hit ratio jumps (the workload changed).
+//! hit ratio falls by the climber's restart threshold (the workload changed).
 //!
 //! It is fed where this crate already counts, so that a hit costs nothing more: a
 //! returning ghost counts one request, and an entry's own request counter (raised by hits
