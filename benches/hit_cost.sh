@@ -30,8 +30,8 @@ budget() {
         get-or-insert-ttl) echo "x1.05 of get-ttl" ;;
         get-or-insert-fresh) echo "x1.15 of get" ;;
         insert) echo 540 ;;
-        insert-ttl) echo 584 ;;
-        get-or-insert-miss) echo 1437 ;;
+        insert-ttl) echo 585 ;;
+        get-or-insert-miss) echo 1441 ;;
         read-through) echo 216 ;;
         *) echo "" ;;
     esac

@@ -2,7 +2,9 @@
 //! inserts at a capacity of 1M entries; the growth of the process's resident memory
 //! (`VmRSS` in `/proc/self/status`, Linux), divided by the entries held, is its cost per entry, tables,
 //! queues and policy state included. `cuckoo-gate+ttl` has a time to live, `+fresh` a
-//! freshness beside it (a stale window per entry), `+grace` a grace too.
+//! freshness beside it (a stale window per entry), `+grace` a grace too. `cuckoo-gate+lfu`
+//! runs `AdmissionPolicy::S3FifoLfu`, each key asked for twice after its insert, so that
+//! entries are promoted and the frequency sketch is made and written.
 //!
 //! ```text
 //! cargo run --release --example memory
@@ -16,8 +18,9 @@ use cuckoo_gate::AdmissionCache;
 const CAPACITY: usize = 1_000_000;
 const INSERTS: u64 = 2_000_000;
 
-const CACHES: [&str; 7] = [
+const CACHES: [&str; 8] = [
     "cuckoo-gate",
+    "cuckoo-gate+lfu",
     "cuckoo-gate+ttl",
     "cuckoo-gate+ttl+fresh",
     "cuckoo-gate+ttl+fresh+grace",
@@ -41,6 +44,19 @@ fn measure(name: &str) -> (u64, u64) {
     let before = resident();
     let keys = 0..INSERTS;
     match name {
+        "cuckoo-gate+lfu" => {
+            let cache = AdmissionCache::<u64, u64>::builder()
+                .capacity(CAPACITY as u64)
+                .admission(cuckoo_gate::AdmissionPolicy::S3FifoLfu)
+                .build()
+                .unwrap();
+            keys.for_each(|k| {
+                _ = cache.insert(k, k);
+                _ = cache.get(&k);
+                _ = cache.get(&k);
+            });
+            (resident() - before, cache.len() as u64)
+        }
         "cuckoo-gate" | "cuckoo-gate+ttl" | "cuckoo-gate+ttl+fresh" | "cuckoo-gate+ttl+fresh+grace" => {
             let builder = AdmissionCache::<u64, u64>::builder().capacity(CAPACITY as u64);
             let hour = Duration::from_secs(3_600);

@@ -18,8 +18,10 @@
 //! keys, one line per cache, into `DIR/<trace>.svg` (and the byte hit ratio into
 //! `DIR/<trace>-bytes.svg` for traces with sizes), on one thread and one shard (`--shards
 //! S` for more). It then prints, over every figure's sizes (the cells), each cache's mean
-//! hit ratio and the cells where it is more than 0.3 points under the best cache's, and
-//! lists the default policy's.
+//! hit ratio and the cells where it is more than 0.3 points under the best cache's; for each
+//! of ours (the default `S3Fifo` and `S3FifoLfu`, S3-FIFO with a frequency sketch among
+//! them) its mean against the best peer's mean and its worst cell against the best peer
+//! (quick_cache, moka, TinyUFO) of that cell; and lists the default policy's cells.
 //!
 //! TinyUFO weighs entries in `u16`: weighted, it is given sizes and capacity in KiB.
 //!
@@ -253,10 +255,11 @@ fn ours(
     Box::new(b.build().expect("replay's cache configuration is valid"))
 }
 
-const CACHES: [(&str, Maker); 6] = [
+const CACHES: [(&str, Maker); 7] = [
     ("LRU (Always)", |c, e, s, w| ours(AdmissionPolicy::Always, c, e, s, w)),
     ("SecondHit", |c, e, s, w| ours(AdmissionPolicy::SecondHit, c, e, s, w)),
     ("S3Fifo (default)", |c, e, s, w| ours(AdmissionPolicy::S3Fifo, c, e, s, w)),
+    ("S3FifoLfu", |c, e, s, w| ours(AdmissionPolicy::S3FifoLfu, c, e, s, w)),
     ("quick_cache 0.7", |c, e, s, w| {
         let options = quick_cache::OptionsBuilder::new()
             .estimated_items_capacity(e.max(1))
@@ -515,6 +518,7 @@ fn report_ttl(name: &str, trace: &[Request], pct: f64, weighted: bool) {
         ("LRU (Always)", AdmissionPolicy::Always),
         ("SecondHit", AdmissionPolicy::SecondHit),
         ("S3Fifo (default)", AdmissionPolicy::S3Fifo),
+        ("S3FifoLfu", AdmissionPolicy::S3FifoLfu),
     ] {
         let mut b =
             AdmissionCache::<u64, u32>::builder().capacity(capacity).admission(policy).shards(1).seed(7);
@@ -584,12 +588,13 @@ fn plot(
     use plotters::prelude::*;
     let hits = || curves.iter().flat_map(|(_, points)| points.iter().map(|&(_, hit)| hit));
     let (low, top) = (hits().fold(1.0, f64::min), hits().fold(0.0, f64::max));
-    // Ours first, in dark tones (the default, S3-FIFO, in black and thicker); the peers in
-    // colours.
-    const COLOURS: [RGBColor; 6] = [
+    // Ours first, in dark tones (the default, S3-FIFO, in black and thicker; S3-FIFO with
+    // its sketch in dark green); the peers in colours.
+    const COLOURS: [RGBColor; 7] = [
         RGBColor(200, 60, 60),
         RGBColor(120, 120, 120),
         RGBColor(0, 0, 0),
+        RGBColor(40, 120, 60),
         RGBColor(30, 110, 220),
         RGBColor(230, 140, 20),
         RGBColor(150, 60, 190),
@@ -702,6 +707,28 @@ fn summarise(cells: &[(String, f64, Vec<f64>)], shards: usize) {
     }
     let ours =
         CACHES.iter().position(|(label, _)| label.ends_with("(default)")).expect("the default is replayed");
+    // The peers: the caches users would pick instead (after ours in CACHES).
+    let peers = CACHES.iter().position(|(label, _)| label.starts_with("quick_cache")).expect("peers are replayed");
+    let peer = |hits: &[f64]| hits[peers..].iter().copied().fold(0.0, f64::max);
+    let peer_means: Vec<f64> = (peers..CACHES.len())
+        .map(|i| cells.iter().map(|(_, _, hits)| hits[i]).sum::<f64>() / cells.len() as f64)
+        .collect();
+    let best_peer_mean = peer_means.iter().copied().fold(0.0, f64::max);
+    println!();
+    println!("Against the best peer in each cell (quick_cache, moka, TinyUFO):");
+    for (i, (label, _)) in CACHES.iter().enumerate().take(peers) {
+        let diffs: Vec<f64> = cells.iter().map(|(_, _, hits)| hits[i] - peer(hits)).collect();
+        let (worst, at) = diffs.iter().zip(cells).fold((f64::MAX, ""), |w, (&d, (figure, _, _))| {
+            if d < w.0 { (d, figure.as_str()) } else { w }
+        });
+        let mean = cells.iter().map(|(_, _, hits)| hits[i]).sum::<f64>() / cells.len() as f64;
+        println!(
+            "  {label}: mean {:+.2} points over the best peer's mean, worst cell {:+.2} ({at}), {} cells more than 0.5 under",
+            100.0 * (mean - best_peer_mean),
+            100.0 * worst,
+            diffs.iter().filter(|&&d| d < -0.005).count()
+        );
+    }
     println!();
     println!("The default's cells more than 0.3 points under the best:");
     for (figure, pct, hits) in cells.iter().filter(|(_, _, hits)| hits[ours] < best(hits) - NEAR) {

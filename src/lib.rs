@@ -117,7 +117,11 @@
 //! an [`AdmissionPolicy`]: `S3Fifo` (the default: S3-FIFO, whose ghost queue is a
 //! gate cut down for one shard, two generations of 16-bit fingerprints written under the
 //! shard's lock; a hit only bumps a counter under the read lock; the shards share one
-//! adaptive split between the queues), `SecondHit` (admit on
+//! adaptive split between the queues), `S3FifoLfu` (S3-FIFO with a frequency sketch at
+//! main's door: a returning ghost enters main only if it was asked for more often than
+//! main's next victim, give or take a recency credit the climber learns; the sketch is
+//! fed from misses on ghosts and from the entries' own counters, so a hit costs the
+//! same), `SecondHit` (admit on
 //! the second request, asking the shared gate) or `Always` (an exact LRU per shard). Each
 //! operation hashes its key once, and the hash serves the shard, its table and the gate.
 //!

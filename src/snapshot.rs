@@ -1,14 +1,14 @@
 //! Snapshots: the byte format shared by [`CuckooFilter::snapshot`] and
 //! [`SeenBefore::snapshot`], and the checked reader and writer that produce it.
 //!
-//! # Format (version 5)
+//! # Format (version 6)
 //!
 //! Every integer is little-endian. A snapshot starts with a 12-byte header:
 //!
 //! | bytes | field |
 //! |---|---|
 //! | 8 | magic `CKOOGATE` |
-//! | 2 | format version, 5 (2 to 4 are read too) |
+//! | 2 | format version, 6 (2 to 5 are read too) |
 //! | 2 | kind: 1 = `CuckooFilter`, 2 = `SeenBefore` |
 //!
 //! A **filter** snapshot continues with:
@@ -63,13 +63,15 @@ use std::io::{self, Read, Write};
 /// First bytes of every snapshot.
 pub const MAGIC: [u8; 8] = *b"CKOOGATE";
 
-/// The format version written. Version 5 adds, to a saved cache, its hash seed (a
+/// The format version written. Version 6 adds, to a saved cache under S3-FIFO, each
+/// shard's frequency sketch and the credit's place and climber (policy 3, `S3FifoLfu`);
+/// version 5 adds, to a saved cache, its hash seed (a
 /// restore hashes as the saved cache did); version 4 adds, to a saved cache under S3-FIFO, each
 /// shard's ghost reach and climber (version 3's give the ghosts their full reach and a new
 /// climber); version 3 adds the layout byte (windowed filters); version 2, where that byte
 /// is always 0, is read too. Version 1 (which kept a grown filter's spent extension bits)
 /// is not read.
-pub const VERSION: u16 = 5;
+pub const VERSION: u16 = 6;
 
 /// The oldest format version read.
 pub const OLDEST_VERSION: u16 = 2;

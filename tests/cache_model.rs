@@ -35,6 +35,7 @@ fn config() -> impl Strategy<Value = Config> {
         Just(AdmissionPolicy::Always),
         Just(AdmissionPolicy::SecondHit),
         Just(AdmissionPolicy::S3Fifo),
+        Just(AdmissionPolicy::S3FifoLfu),
     ];
     (policy, 1..=40usize, 1..=4usize, any::<bool>(), any::<u64>()).prop_map(
         |(policy, capacity, shards, weighted, seed)| Config {
@@ -208,7 +209,8 @@ proptest! {
 #[test]
 fn threads_that_own_their_keys_see_only_their_own_last_values() {
     const THREADS: u16 = 4;
-    let policies = [AdmissionPolicy::Always, AdmissionPolicy::SecondHit, AdmissionPolicy::S3Fifo];
+    let policies =
+        [AdmissionPolicy::Always, AdmissionPolicy::SecondHit, AdmissionPolicy::S3Fifo, AdmissionPolicy::S3FifoLfu];
     for (policy, weighted) in policies.into_iter().flat_map(|p| [(p, false), (p, true)]) {
         let builder = AdmissionCache::<u16, u32>::builder().capacity(64).shards(4).admission(policy);
         let cache = if weighted {

@@ -64,6 +64,7 @@ fn config() -> impl Strategy<Value = Config> {
         Just(AdmissionPolicy::Always),
         Just(AdmissionPolicy::SecondHit),
         Just(AdmissionPolicy::S3Fifo),
+        Just(AdmissionPolicy::S3FifoLfu),
     ];
     let seconds = prop::option::of(1..20u8);
     let windows = (prop::option::of(0..20u8), prop::option::of(0..10u8), any::<bool>());

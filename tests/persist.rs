@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use cuckoo_gate::{Admission, AdmissionCache, AdmissionPolicy, Clock, Lifetime, SnapshotError};
 
-const POLICIES: [AdmissionPolicy; 3] =
-    [AdmissionPolicy::S3Fifo, AdmissionPolicy::SecondHit, AdmissionPolicy::Always];
+const POLICIES: [AdmissionPolicy; 4] =
+    [AdmissionPolicy::S3FifoLfu, AdmissionPolicy::S3Fifo, AdmissionPolicy::SecondHit, AdmissionPolicy::Always];
 
 fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
@@ -104,8 +104,8 @@ fn a_restored_cache_answers_as_the_saved_one_would_have() {
         .map(|i| if i % 3 == 0 { 1 << 40 | i } else { mix(i) % 2_000 % (1 + mix(i >> 1) % 2_000) })
         .collect();
     // Both caches get random seeds, as a service's do: the restored one adopts the saved
-    // one's, so that its entries, gate and ghosts are the saved cache's.
-    for policy in [AdmissionPolicy::S3Fifo, AdmissionPolicy::SecondHit, AdmissionPolicy::Always] {
+    // one's, so that its entries, gate, ghosts and sketch are the saved cache's.
+    for policy in POLICIES {
         let build = || {
             AdmissionCache::<u64, u64>::builder().capacity(300).shards(4).admission(policy).build().unwrap()
         };
@@ -451,5 +451,31 @@ fn random_edits_of_a_valid_file_never_panic() {
         if restored.restore(&mut edited.as_slice()).is_err() {
             assert!(restored.is_empty(), "round {round}: an error left entries behind");
         }
+    }
+}
+
+#[test]
+fn a_version_5_save_restores_under_either_s3fifo() {
+    // tests/data/cache_v5.snapshot: saved by the format before the sketch (version 5) from a
+    // default (then S3-FIFO) cache of 200 entries in 2 shards, seed 5, holding 200 of the
+    // keys 0..500 (their sum 49,695), each valued three times its key.
+    let bytes = include_bytes!("data/cache_v5.snapshot");
+    assert_eq!((bytes[8], bytes[12]), (5, 2), "version 5, S3-FIFO");
+    for policy in [AdmissionPolicy::S3FifoLfu, AdmissionPolicy::S3Fifo] {
+        let cache: AdmissionCache<u64, u64> =
+            AdmissionCache::builder().capacity(200).shards(2).admission(policy).build().unwrap();
+        let report = cache.restore(&mut bytes.as_slice()).unwrap();
+        assert_eq!((report.entries, report.dropped), (200, 0), "{policy:?}");
+        let held: Vec<u64> = (0..500).filter(|k| cache.peek(k) == Some(k * 3)).collect();
+        assert_eq!((held.len(), held.iter().sum::<u64>()), (200, 49_695), "{policy:?}");
+        // The restored cache goes on: its sketch starts empty, and a loop over the keys hits.
+        let hits = (0..2_000u64).filter(|i| {
+            let k = i * 2_654_435_761 % 500;
+            cache.get(&k).is_some() || {
+                let _ = cache.insert(k, k * 3);
+                false
+            }
+        });
+        assert!(hits.count() > 500, "{policy:?}");
     }
 }

@@ -175,8 +175,8 @@ fn each_kind_of_bad_input_gets_its_own_error() {
 
     assert!(matches!(restore(b"GIF89a......................"), SnapshotError::BadMagic));
     let mut future = bytes.clone();
-    future[8] = 6;
-    assert!(matches!(restore(&future), SnapshotError::UnsupportedVersion { found: 6, supported: 5 }));
+    future[8] = 7;
+    assert!(matches!(restore(&future), SnapshotError::UnsupportedVersion { found: 7, supported: 6 }));
     let gate = gate_snapshot(&SeenBefore::builder().capacity(4).build().unwrap());
     assert!(matches!(restore(&gate), SnapshotError::WrongKind { found: "SeenBefore", .. }));
     assert!(matches!(
@@ -220,7 +220,7 @@ fn each_kind_of_bad_input_gets_its_own_error() {
 fn version_2_snapshots_restore() {
     let filter = grown_filter();
     let mut bytes = snapshot(&filter);
-    assert_eq!((bytes[8], bytes[LAYOUT]), (5, 0));
+    assert_eq!((bytes[8], bytes[LAYOUT]), (6, 0));
     bytes[8] = 2;
     reseal(&mut bytes);
     let restored = CuckooFilter::restore(&mut bytes.as_slice()).unwrap();

@@ -29,7 +29,9 @@ fuzz_target!(|data: &[u8]| {
     let mut sealed = data.to_vec();
     sealed.extend_from_slice(&crc32fast::hash(data).to_le_bytes());
     for bytes in [data, &sealed[..]] {
-        for policy in [AdmissionPolicy::S3Fifo, AdmissionPolicy::SecondHit, AdmissionPolicy::Always] {
+        for policy in
+            [AdmissionPolicy::S3FifoLfu, AdmissionPolicy::S3Fifo, AdmissionPolicy::SecondHit, AdmissionPolicy::Always]
+        {
             let cache = cache(policy);
             match cache.restore(&mut &bytes[..]) {
                 Ok(restored) => {

@@ -595,7 +595,9 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
             (AdmissionPolicy::SecondHit, None) => {
                 (entries.saturating_mul(DEFAULT_GATE_MULTIPLIER), sized_by(&self))
             }
-            (AdmissionPolicy::S3Fifo, None) => (policy::default_ghost_capacity(entries), sized_by(&self)),
+            (AdmissionPolicy::S3Fifo | AdmissionPolicy::S3FifoLfu, None) => {
+                (policy::default_ghost_capacity(entries), sized_by(&self))
+            }
         };
         let too_large = |error: BuildError| match error {
             BuildError::CapacityTooLarge { .. } => BuildError::AdmissionTooLarge { setting, bytes: None },
@@ -622,7 +624,7 @@ impl<K: Hash + Eq, V: Clone> AdmissionCacheBuilder<K, V> {
             None => self.seed.unwrap_or_else(random_seed),
         };
         let split = match self.policy {
-            AdmissionPolicy::S3Fifo => Some(Arc::new(
+            AdmissionPolicy::S3Fifo | AdmissionPolicy::S3FifoLfu => Some(Arc::new(
                 SharedSplit::new(capacity, entries)
                     .map_err(|_| BuildError::AdmissionTooLarge { setting: sized_by(&self), bytes: None })?,
             )),

@@ -29,7 +29,54 @@ const DECAY: f64 = 0.98;
 
 /// A change of the hit ratio between samples this large starts the step over (Caffeine:
 /// 0.05).
-const RESTART: f64 = 0.05;
+pub(crate) const RESTART: f64 = 0.05;
+
+/// One knob's hill: the hit ratio of the last sample that moved it, and its next step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Hill {
+    /// The hit ratio of the last sample that moved this knob.
+    previous: f64,
+    /// The next move, as a share of the knob's full range: its sign is the direction.
+    step: f64,
+}
+
+impl Hill {
+    /// A hill whose first move lowers its knob.
+    pub(crate) fn new() -> Self {
+        Hill { previous: 0.0, step: -STEP }
+    }
+
+    /// The move after a sample of hit ratio `rate`, and the step after it: the same way
+    /// while the hit ratio rises, the other when it falls; smaller each time, and
+    /// [`STEP`] again after a jump of [`RESTART`].
+    pub(crate) fn climb(&mut self, rate: f64) -> f64 {
+        let change = rate - self.previous;
+        let amount = if change >= 0.0 { self.step } else { -self.step };
+        self.step = if change.abs() >= RESTART { STEP.copysign(amount) } else { DECAY * amount };
+        self.previous = rate;
+        amount
+    }
+
+    #[cfg(feature = "serde")]
+    /// Appends the last hit ratio and the step, as `f64` bits (little-endian).
+    pub(crate) fn save(&self, out: &mut Vec<u8>) {
+        for field in [self.previous.to_bits(), self.step.to_bits()] {
+            out.extend_from_slice(&field.to_le_bytes());
+        }
+    }
+
+    #[cfg(feature = "serde")]
+    /// Reads what [`Hill::save`] wrote; an error if out of range.
+    pub(crate) fn restore<R: std::io::Read + ?Sized>(
+        d: &mut crate::snapshot::Decoder<'_, R>,
+    ) -> Result<Self, crate::snapshot::SnapshotError> {
+        let (previous, step) = (f64::from_bits(d.u64()?), f64::from_bits(d.u64()?));
+        if !(0.0..=1.0).contains(&previous) || !(-STEP..=STEP).contains(&step) {
+            return Err(crate::snapshot::SnapshotError::inconsistent("cache climber"));
+        }
+        Ok(Hill { previous, step })
+    }
+}
 
 /// A shard's climber: the sample so far, the last sample's hit ratio and the next step.
 ///
@@ -46,10 +93,8 @@ pub(crate) struct Climber {
     /// The sample's length less its misses so far: the sample ends when the hits since
     /// `start` reach it.
     left: u64,
-    /// The hit ratio of the last sample.
-    previous: f64,
-    /// The next move, as a share of the full reach: its sign is the direction.
-    step: f64,
+    /// The ghosts' reach's hill.
+    reach: Hill,
 }
 
 impl Climber {
@@ -58,18 +103,24 @@ impl Climber {
     /// [`MIN_SAMPLE`] at least). Its first move shortens the reach (it starts full).
     pub(crate) fn new(hits: u64, keys: usize) -> Self {
         let sample = SAMPLE.saturating_mul(keys as u64).max(MIN_SAMPLE);
-        Climber { sample, start: hits, left: sample, previous: 0.0, step: -STEP }
+        Climber { sample, start: hits, left: sample, reach: Hill::new() }
     }
 
     /// Counts a miss, with `hits` the hits the shard's lock has counted so far; at the
-    /// end of a sample, the move to make to the reach, as a share of the full reach.
+    /// end of a sample, its hit ratio (the next sample starts).
     #[inline(always)]
     pub(crate) fn miss(&mut self, hits: u64) -> Option<f64> {
         self.left -= 1;
         if hits.wrapping_sub(self.start) < self.left {
             return None;
         }
-        Some(self.adjust(hits))
+        Some(self.end(hits))
+    }
+
+    /// The move to make to the reach after a sample of hit ratio `rate`, as a share of the
+    /// full reach.
+    pub(crate) fn reach(&mut self, rate: f64) -> f64 {
+        self.reach.climb(rate)
     }
 
     /// Hits and misses in the sample so far, with `hits` the lock's count.
@@ -77,17 +128,13 @@ impl Climber {
         (hits.wrapping_sub(self.start), self.sample - self.left)
     }
 
-    /// The end of a sample, with `hits` the lock's count: the move, and the step after it.
+    /// The end of a sample, with `hits` the lock's count: its hit ratio.
     #[cold]
     #[inline(never)]
-    fn adjust(&mut self, hits: u64) -> f64 {
+    fn end(&mut self, hits: u64) -> f64 {
         let (sampled, misses) = self.counts(hits);
-        let rate = sampled as f64 / (sampled + misses) as f64;
-        let change = rate - self.previous;
-        let amount = if change >= 0.0 { self.step } else { -self.step };
-        self.step = if change.abs() >= RESTART { STEP.copysign(amount) } else { DECAY * amount };
-        (self.previous, self.start, self.left) = (rate, hits, self.sample);
-        amount
+        (self.start, self.left) = (hits, self.sample);
+        sampled as f64 / (sampled + misses) as f64
     }
 
     #[cfg(feature = "serde")]
@@ -96,9 +143,10 @@ impl Climber {
     /// hit ratio and the step as `f64` bits).
     pub(crate) fn save(&self, hits: u64, out: &mut Vec<u8>) {
         let (sampled, misses) = self.counts(hits);
-        for field in [sampled, misses, self.previous.to_bits(), self.step.to_bits()] {
+        for field in [sampled, misses] {
             out.extend_from_slice(&field.to_le_bytes());
         }
+        self.reach.save(out);
     }
 
     #[cfg(feature = "serde")]
@@ -111,19 +159,16 @@ impl Climber {
         keys: usize,
     ) -> Result<Self, crate::snapshot::SnapshotError> {
         let (sampled, misses) = (d.u64()?, d.u64()?);
-        let (previous, step) = (f64::from_bits(d.u64()?), f64::from_bits(d.u64()?));
+        let reach = Hill::restore(d)?;
         // Counts past 2^62 come from no sample (and could overflow as requests are added).
-        if !(0.0..=1.0).contains(&previous)
-            || !(-STEP..=STEP).contains(&step)
-            || sampled.max(misses) > 1 << 62
-        {
+        if sampled.max(misses) > 1 << 62 {
             return Err(crate::snapshot::SnapshotError::inconsistent("cache climber"));
         }
         let fresh = Climber::new(hits, keys);
         // The sample so far counts on: it began `sampled` hits ago, and its misses brought
         // its end closer (a sample already over ends at the next miss).
         let (start, left) = (hits.wrapping_sub(sampled), fresh.sample.saturating_sub(misses).max(1));
-        Ok(Climber { start, left, previous, step, ..fresh })
+        Ok(Climber { start, left, reach, ..fresh })
     }
 }
 
@@ -140,7 +185,8 @@ mod tests {
         for _ in 1..misses {
             assert_eq!(climber.miss(*hits), None, "no move within a sample");
         }
-        climber.miss(*hits).expect("a move at the sample's end")
+        let rate = climber.miss(*hits).expect("a sample's end");
+        climber.reach(rate)
     }
 
     #[test]

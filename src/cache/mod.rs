@@ -3,7 +3,9 @@
 //! * `store.rs`: a shard's entries (hash table, slab, queues).
 //! * `policy.rs`: the admission and eviction policies.
 //! * `bloom.rs`: S3-FIFO's ghost queue, a shard's own two-generation Bloom filter.
-//! * `climber.rs`: the hill climber that sets how long the ghosts remember.
+//! * `climber.rs`: the hill climber that sets how long the ghosts remember, and the
+//!   sketch's credit.
+//! * `sketch.rs`: the frequency sketch S3-FIFO consults at main's door (`S3FifoLfu`).
 //! * `ghost.rs`: the adaptive split's windows of recent evictions, small cuckoo filters.
 //! * `lock.rs`: the shards' reader-writer lock, which also counts their hits.
 //! * `shard.rs`: one shard's operations, and what leaves it.
@@ -43,6 +45,7 @@ mod persist;
 mod policy;
 mod refresh;
 mod shard;
+mod sketch;
 mod store;
 
 use std::borrow::Borrow;

@@ -14,7 +14,7 @@
 //!
 //! | bytes | field |
 //! |---|---|
-//! | 1 | policy: 0 `Always`, 1 `SecondHit`, 2 `S3Fifo` |
+//! | 1 | policy: 0 `Always`, 1 `SecondHit`, 2 `S3Fifo`, 3 `S3FifoLfu` (from version 6) |
 //! | 8 | capacity |
 //! | 8 | shards |
 //! | 8 | the cache's hash of the `u64` [`HASH_CHECK_KEY`]: filters hashed alike can be taken over |
@@ -23,7 +23,7 @@
 //! | 8 | S3-FIFO's small-queue target (0 under the other policies) |
 //! | 1 + | 1 and S3-FIFO's recent evictions (sampling rate, then two ghost tables), or 0 |
 //! | 1 + | 1 and a gate snapshot (`SecondHit`'s gate), or 0 |
-//! | per shard | 1 and its ghosts and, from version 4, its climber (`S3Fifo`), or 0; the entry count (8); the block's length `L` (8); the block (`L`) |
+//! | per shard | 1 and its ghosts and, from version 4, its climber, and from version 6 the credit's place (`f64` bits, -1 without a sketch) and the frequency sketch (`S3Fifo`, `S3FifoLfu`), or 0; the entry count (8); the block's length `L` (8); the block (`L`) |
 //! | 8 | entries in all |
 //! | 4 | CRC-32 |
 //!
@@ -237,6 +237,7 @@ where
             AdmissionPolicy::Always => 0,
             AdmissionPolicy::SecondHit => 1,
             AdmissionPolicy::S3Fifo => 2,
+            AdmissionPolicy::S3FifoLfu => 3,
         })?;
         e.u64(self.capacity)?;
         e.usize(self.shards.len())?;
@@ -410,7 +411,7 @@ where
         let policy = d.u8()?;
         let capacity = d.u64()?;
         let shards = d.usize("cache shard count")?;
-        if policy > 2 || capacity == 0 || shards == 0 || shards > MAX_SHARDS {
+        if policy > 3 || (policy == 3 && d.version() < 6) || capacity == 0 || shards == 0 || shards > MAX_SHARDS {
             return Err(inconsistent("cache policy, capacity or shard count"));
         }
         let check = d.u64()?;
@@ -439,7 +440,7 @@ where
         let same_shards = alike && shards == self.shards.len();
         // Into a smaller S3-FIFO cache, each block's entries come least requested first, so
         // that those evicted to make room are those the policy would give up first.
-        let by_requests = self.policy == AdmissionPolicy::S3Fifo && self.capacity < capacity;
+        let by_requests = self.policy.is_s3fifo() && self.capacity < capacity;
         let mut entries = Vec::new();
         let (mut total, mut expired, mut dropped, mut block) = (0u64, 0, 0u64, Vec::new());
         for i in 0..shards {
@@ -510,7 +511,7 @@ where
         if let (Some(gate), Some(own)) = (gate, &self.gate) {
             own.adopt(gate);
         }
-        if policy == 2 && small > 0 && capacity == self.capacity {
+        if (policy == 2 || policy == 3) && small > 0 && capacity == self.capacity {
             self.shards[0].read().set_split_target(small, capacity);
         }
         if let (Some(recent), Some(split), true) = (recent, self.shards[0].read().split(), alike) {

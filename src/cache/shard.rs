@@ -183,7 +183,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             // Empty until entries come: an empty cache's memory does not grow with its
             // capacity or its shard count.
             store: Store::expecting(entries, weighted),
-            policy: Policy::new(policy, capacity, ghosts, split)?,
+            policy: Policy::new(policy, capacity, entries, ghosts, split)?,
             counters: Counters::default(),
             loading: HashTable::new(),
         })
@@ -427,8 +427,8 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                 (Admission::TooHeavy, None)
             }
             None => match match held {
-                true => Some(self.policy.place(&self.store, hash, weight)),
-                false => self.policy.admit(&self.store, hash, weight, write.gate, hits),
+                true => Some(self.policy.place(&mut self.store, hash, weight)),
+                false => self.policy.admit(&mut self.store, hash, weight, write.gate, hits),
             } {
                 Some(queue) => {
                     let index = self.store.insert(key, value, hash, weight, queue);
@@ -479,7 +479,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             return Tracked::TooHeavy;
         }
         let (key, value) = out.unkept.take().expect("the offered entry");
-        let queue = self.policy.place(&self.store, write.hash, write.weight);
+        let queue = self.policy.place(&mut self.store, write.hash, write.weight);
         let index = self.store.insert(key, value, write.hash, write.weight, queue);
         if timed {
             self.store.set_deadline(index, now, write.span, write.expiry);
@@ -728,7 +728,7 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
                     self.counters.rejected += 1;
                     return Outcome::TooHeavy(None);
                 }
-                let queue = self.policy.place(&self.store, hash, weight);
+                let queue = self.policy.place(&mut self.store, hash, weight);
                 let index = self.store.insert(key, value, hash, weight, queue);
                 self.counters.admitted += 1;
                 (Outcome::Inserted, index, span)
@@ -785,6 +785,10 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             let mut out = Vec::new();
             s3fifo.ghosts.save(&mut out);
             s3fifo.climber.save(hits, &mut out);
+            match &s3fifo.lfu {
+                Some(lfu) => lfu.save(&mut out),
+                None => out.push(0),
+            }
             out
         })
     }
@@ -813,6 +817,15 @@ impl<K: Hash + Eq, V: Clone> Shard<K, V> {
             if let (Some(s3fifo), true) = (&mut self.policy.s3fifo, taken) {
                 s3fifo.climber = climber;
             }
+        }
+        if d.version() >= 6 {
+            // The sketch and the credit, if saved with them: taken over by a shard that has
+            // them, if alike and sized alike.
+            let mine = match &mut self.policy.s3fifo {
+                Some(super::policy::S3Fifo { lfu: Some(lfu), .. }) if alike => Some(&mut **lfu),
+                _ => None,
+            };
+            super::policy::Lfu::restore(d, mine)?;
         }
         Ok(())
     }
