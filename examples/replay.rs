@@ -708,7 +708,8 @@ fn summarise(cells: &[(String, f64, Vec<f64>)], shards: usize) {
     let ours =
         CACHES.iter().position(|(label, _)| label.ends_with("(default)")).expect("the default is replayed");
     // The peers: the caches users would pick instead (after ours in CACHES).
-    let peers = CACHES.iter().position(|(label, _)| label.starts_with("quick_cache")).expect("peers are replayed");
+    let peers =
+        CACHES.iter().position(|(label, _)| label.starts_with("quick_cache")).expect("peers are replayed");
     let peer = |hits: &[f64]| hits[peers..].iter().copied().fold(0.0, f64::max);
     let peer_means: Vec<f64> = (peers..CACHES.len())
         .map(|i| cells.iter().map(|(_, _, hits)| hits[i]).sum::<f64>() / cells.len() as f64)
@@ -718,9 +719,17 @@ fn summarise(cells: &[(String, f64, Vec<f64>)], shards: usize) {
     println!("Against the best peer in each cell (quick_cache, moka, TinyUFO):");
     for (i, (label, _)) in CACHES.iter().enumerate().take(peers) {
         let diffs: Vec<f64> = cells.iter().map(|(_, _, hits)| hits[i] - peer(hits)).collect();
-        let (worst, at) = diffs.iter().zip(cells).fold((f64::MAX, ""), |w, (&d, (figure, _, _))| {
-            if d < w.0 { (d, figure.as_str()) } else { w }
-        });
+        let (worst, at) =
+            diffs.iter().zip(cells).fold(
+                (f64::MAX, ""),
+                |w, (&d, (figure, _, _))| {
+                    if d < w.0 {
+                        (d, figure.as_str())
+                    } else {
+                        w
+                    }
+                },
+            );
         let mean = cells.iter().map(|(_, _, hits)| hits[i]).sum::<f64>() / cells.len() as f64;
         println!(
             "  {label}: mean {:+.2} points over the best peer's mean, worst cell {:+.2} ({at}), {} cells more than 0.5 under",

@@ -209,8 +209,12 @@ proptest! {
 #[test]
 fn threads_that_own_their_keys_see_only_their_own_last_values() {
     const THREADS: u16 = 4;
-    let policies =
-        [AdmissionPolicy::Always, AdmissionPolicy::SecondHit, AdmissionPolicy::S3Fifo, AdmissionPolicy::S3FifoLfu];
+    let policies = [
+        AdmissionPolicy::Always,
+        AdmissionPolicy::SecondHit,
+        AdmissionPolicy::S3Fifo,
+        AdmissionPolicy::S3FifoLfu,
+    ];
     for (policy, weighted) in policies.into_iter().flat_map(|p| [(p, false), (p, true)]) {
         let builder = AdmissionCache::<u16, u32>::builder().capacity(64).shards(4).admission(policy);
         let cache = if weighted {

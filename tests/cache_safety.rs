@@ -70,8 +70,12 @@ fn cache(policy: AdmissionPolicy) -> Cache {
     AdmissionCache::builder().capacity(64).admission(policy).shards(2).seed(5).build().unwrap()
 }
 
-const POLICIES: [AdmissionPolicy; 4] =
-    [AdmissionPolicy::Always, AdmissionPolicy::SecondHit, AdmissionPolicy::S3Fifo, AdmissionPolicy::S3FifoLfu];
+const POLICIES: [AdmissionPolicy; 4] = [
+    AdmissionPolicy::Always,
+    AdmissionPolicy::SecondHit,
+    AdmissionPolicy::S3Fifo,
+    AdmissionPolicy::S3FifoLfu,
+];
 
 /// Every key the cache answers for holds its own value, the cache is within its capacity,
 /// and it still takes writes (no lock was left held).

@@ -14,8 +14,12 @@ use std::time::Duration;
 
 use cuckoo_gate::{Admission, AdmissionCache, AdmissionPolicy, Clock, Lifetime, SnapshotError};
 
-const POLICIES: [AdmissionPolicy; 4] =
-    [AdmissionPolicy::S3FifoLfu, AdmissionPolicy::S3Fifo, AdmissionPolicy::SecondHit, AdmissionPolicy::Always];
+const POLICIES: [AdmissionPolicy; 4] = [
+    AdmissionPolicy::S3FifoLfu,
+    AdmissionPolicy::S3Fifo,
+    AdmissionPolicy::SecondHit,
+    AdmissionPolicy::Always,
+];
 
 fn secs(s: u64) -> Duration {
     Duration::from_secs(s)

@@ -222,7 +222,8 @@ impl<T> ReadGuard<'_, T> {
 
     /// Misses counted by this lock, as [`hits`](Self::hits).
     pub(crate) fn misses(&self) -> u64 {
-        self.lock.drained_misses.load(Ordering::Relaxed) + (self.lock.state.load(Ordering::Relaxed) >> 32 & COUNT)
+        self.lock.drained_misses.load(Ordering::Relaxed)
+            + (self.lock.state.load(Ordering::Relaxed) >> 32 & COUNT)
     }
 }
 

@@ -411,7 +411,12 @@ where
         let policy = d.u8()?;
         let capacity = d.u64()?;
         let shards = d.usize("cache shard count")?;
-        if policy > 3 || (policy == 3 && d.version() < 6) || capacity == 0 || shards == 0 || shards > MAX_SHARDS {
+        if policy > 3
+            || (policy == 3 && d.version() < 6)
+            || capacity == 0
+            || shards == 0
+            || shards > MAX_SHARDS
+        {
             return Err(inconsistent("cache policy, capacity or shard count"));
         }
         let check = d.u64()?;

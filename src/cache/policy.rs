@@ -169,13 +169,17 @@ impl Lfu {
     /// returning ghost's recency counts as much as the requests that would have promoted
     /// it). The climber moves it from there.
     fn new(entries: usize) -> Result<Self, BuildError> {
-        let mut lfu =
-            Lfu { sketch: Sketch::new(entries)?, lean: 0.0, credit: 0, hill: Hill::new(), turn: false, last: 0.0 };
+        let mut lfu = Lfu {
+            sketch: Sketch::new(entries)?,
+            lean: 0.0,
+            credit: 0,
+            hill: Hill::new(),
+            turn: false,
+            last: 0.0,
+        };
         lfu.set_lean(f64::from(PROMOTE_AT) / MAX_CREDIT);
         Ok(lfu)
     }
-
-
 
     #[cfg(feature = "serde")]
     /// Appends 1 and the sketch's part of a shard to `out`, for a cache's save
@@ -616,7 +620,13 @@ impl S3Fifo {
     /// Where a missed key of `weight` goes, in a shard of `capacity` weight. Asks the
     /// ghosts (forgetting the key).
     #[inline(always)]
-    fn admit<K, V>(&mut self, store: &mut Store<K, V>, hash: u64, weight: u32, capacity: u64) -> Option<Queue> {
+    fn admit<K, V>(
+        &mut self,
+        store: &mut Store<K, V>,
+        hash: u64,
+        weight: u32,
+        capacity: u64,
+    ) -> Option<Queue> {
         let ghost = self.ghosts.take(hash);
         if self.split.tracks(hash) {
             self.split.adapt(hash, ghost, u64::from(weight));
@@ -644,7 +654,13 @@ impl S3Fifo {
     /// the entries with requests left now (as the eviction would), banking them.
     #[cold]
     #[inline(never)]
-    fn contest<K, V>(&mut self, store: &mut Store<K, V>, hash: u64, weight: u32, capacity: u64) -> Option<Queue> {
+    fn contest<K, V>(
+        &mut self,
+        store: &mut Store<K, V>,
+        hash: u64,
+        weight: u32,
+        capacity: u64,
+    ) -> Option<Queue> {
         let small = self.small();
         let Some(lfu) = &mut self.lfu else { return Some(Queue::Main) };
         lfu.sketch.add(hash, 1);

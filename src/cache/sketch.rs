@@ -57,7 +57,9 @@ impl Sketch {
             .ok_or(BuildError::CapacityTooLarge { capacity: entries })?
             .max(BLOCK);
         let mut probe: Vec<u64> = Vec::new();
-        probe.try_reserve_exact(size).map_err(|_| BuildError::OutOfMemory { bytes: size.saturating_mul(8) })?;
+        probe
+            .try_reserve_exact(size)
+            .map_err(|_| BuildError::OutOfMemory { bytes: size.saturating_mul(8) })?;
         drop(probe);
         Ok(Sketch { table: Box::new([]), size })
     }
