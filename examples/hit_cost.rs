@@ -143,7 +143,7 @@ fn lone_async_hits(cache: &AdmissionCache<u64, u64>, n: u64) -> u64 {
 /// `read-through`: the first `n` requests of the stream into a cold cache.
 fn read_through(n: u64) {
     let stream = zipf_stream();
-    let cache: AdmissionCache<u64, u64> = AdmissionCache::builder().capacity(KEYS).build().unwrap();
+    let cache: AdmissionCache<u64, u64> = AdmissionCache::builder().capacity(KEYS).seed(1).build().unwrap();
     let n = (n as usize).min(STREAM);
     let hits = stream[..n].iter().filter(|&&key| read_through_one(&cache, black_box(key))).count();
     println!("read-through: {hits} hits of {n} ({:.3})", hits as f64 / n.max(1) as f64);
