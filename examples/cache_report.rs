@@ -192,28 +192,17 @@ fn cold_report(rounds: usize, threads: &[usize], shards: Option<usize>, chosen: 
     println!("{rounds} alternating rounds of {OPS} requests into cold caches; Mops/s are medians, ratios medians of per-round ratios");
     for &t in threads {
         let names: Vec<&str> = chosen_caches(shards, chosen).iter().map(|(name, _)| *name).collect();
-        let (mut mops, mut ratios) = (vec![Vec::new(); names.len()], vec![Vec::new(); names.len()]);
-        let mut hit_ratio = vec![0.0; names.len()];
+        let mut results = Rounds::new(names.len());
         for r in 0..rounds {
             let part = parts[r % parts.len()];
-            let results: Vec<(f64, f64)> = chosen_caches(shards, chosen)
-                .into_iter()
-                .map(|(_, cache)| timed_round(&*cache, "get-heavy", part, t))
-                .collect();
-            for (i, &(m, h)) in results.iter().enumerate() {
-                mops[i].push(m);
-                ratios[i].push(results[0].0 / m);
-                hit_ratio[i] = h;
-            }
+            results.add(
+                chosen_caches(shards, chosen)
+                    .into_iter()
+                    .map(|(_, cache)| timed_round(&*cache, "get-heavy", part, t))
+                    .collect(),
+            );
         }
-        println!();
-        println!("## get-heavy from a cold start, {t} thread(s)");
-        println!("| cache | Mops/s | {} / cache | hit ratio |", names[0]);
-        println!("|---|---|---|---|");
-        for (i, name) in names.iter().enumerate() {
-            let (m, r) = (median(mops[i].clone()), median(ratios[i].clone()));
-            println!("| {name} | {m:.2} | {r:.2} | {:.4} |", hit_ratio[i]);
-        }
+        results.print(&format!("get-heavy from a cold start, {t} thread(s)"), &names);
     }
 }
 
@@ -232,27 +221,12 @@ fn report(rounds: Option<usize>, threads: Option<usize>, shards: Option<usize>, 
             for (_, cache) in &caches {
                 round(&**cache, workload, warm, t);
             }
-            let mut mops = vec![Vec::new(); caches.len()];
-            let mut ratios = vec![Vec::new(); caches.len()];
-            let mut hit_ratio = vec![0.0; caches.len()];
+            let mut results = Rounds::new(caches.len());
             for r in 0..rounds {
                 let part = parts[r % parts.len()];
-                let results: Vec<(f64, f64)> =
-                    caches.iter().map(|(_, c)| timed_round(&**c, workload, part, t)).collect();
-                for (i, &(m, h)) in results.iter().enumerate() {
-                    mops[i].push(m);
-                    ratios[i].push(results[0].0 / m);
-                    hit_ratio[i] = h;
-                }
+                results.add(caches.iter().map(|(_, c)| timed_round(&**c, workload, part, t)).collect());
             }
-            println!();
-            println!("## {workload}, {t} thread(s)");
-            println!("| cache | Mops/s | {} / cache | hit ratio |", names[0]);
-            println!("|---|---|---|---|");
-            for (i, (name, _)) in caches.iter().enumerate() {
-                let (m, r) = (median(mops[i].clone()), median(ratios[i].clone()));
-                println!("| {name} | {m:.2} | {r:.2} | {:.4} |", hit_ratio[i]);
-            }
+            results.print(&format!("{workload}, {t} thread(s)"), &names);
         }
     }
     if chosen.is_none() {
@@ -271,30 +245,59 @@ fn string_report(rounds: usize, threads: &[usize]) {
         for (_, cache) in &caches {
             string_round(&**cache, &paths, warm, t);
         }
-        let (mut mops, mut ratios) = (vec![Vec::new(); caches.len()], vec![Vec::new(); caches.len()]);
-        let mut hit_ratio = vec![0.0; caches.len()];
+        let mut results = Rounds::new(caches.len());
         for r in 0..rounds {
             let part = parts[r % parts.len()];
-            let results: Vec<(f64, f64)> = caches
-                .iter()
-                .map(|(_, c)| {
-                    let (elapsed, hits) = string_round(&**c, &paths, part, t);
-                    (part.len() as f64 / elapsed.as_secs_f64() / 1e6, hits)
-                })
-                .collect();
-            for (i, &(m, h)) in results.iter().enumerate() {
-                mops[i].push(m);
-                ratios[i].push(results[0].0 / m);
-                hit_ratio[i] = h;
-            }
+            results.add(
+                caches
+                    .iter()
+                    .map(|(_, c)| {
+                        let (elapsed, hits) = string_round(&**c, &paths, part, t);
+                        (part.len() as f64 / elapsed.as_secs_f64() / 1e6, hits)
+                    })
+                    .collect(),
+            );
         }
+        let names: Vec<&str> = caches.iter().map(|(name, _)| *name).collect();
+        results.print(&format!("String keys asked with &str (get-heavy), {t} thread(s)"), &names);
+    }
+}
+
+/// Each cache's results over alternating rounds: its M ops/s, the first cache's ratio to
+/// it, and its last hit ratio.
+struct Rounds {
+    mops: Vec<Vec<f64>>,
+    ratios: Vec<Vec<f64>>,
+    hit_ratio: Vec<f64>,
+}
+
+impl Rounds {
+    fn new(caches: usize) -> Self {
+        Rounds {
+            mops: vec![Vec::new(); caches],
+            ratios: vec![Vec::new(); caches],
+            hit_ratio: vec![0.0; caches],
+        }
+    }
+
+    /// One round's M ops/s and hit ratio of each cache, in order.
+    fn add(&mut self, round: Vec<(f64, f64)>) {
+        for (i, &(m, h)) in round.iter().enumerate() {
+            self.mops[i].push(m);
+            self.ratios[i].push(round[0].0 / m);
+            self.hit_ratio[i] = h;
+        }
+    }
+
+    /// The table, headed `title`: medians of M ops/s and of the per-round ratios.
+    fn print(&self, title: &str, names: &[&str]) {
         println!();
-        println!("## String keys asked with &str (get-heavy), {t} thread(s)");
-        println!("| cache | Mops/s | {} / cache | hit ratio |", caches[0].0);
+        println!("## {title}");
+        println!("| cache | Mops/s | {} / cache | hit ratio |", names[0]);
         println!("|---|---|---|---|");
-        for (i, (name, _)) in caches.iter().enumerate() {
-            let (m, r) = (median(mops[i].clone()), median(ratios[i].clone()));
-            println!("| {name} | {m:.2} | {r:.2} | {:.4} |", hit_ratio[i]);
+        for (i, name) in names.iter().enumerate() {
+            let (m, r) = (median(self.mops[i].clone()), median(self.ratios[i].clone()));
+            println!("| {name} | {m:.2} | {r:.2} | {:.4} |", self.hit_ratio[i]);
         }
     }
 }
