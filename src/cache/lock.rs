@@ -191,27 +191,28 @@ impl<T> ReadGuard<'_, T> {
     /// passed [`DRAIN_AT`]: the caller then calls [`ShardLock::drain_hits`].
     #[inline]
     #[must_use]
-    #[allow(unsafe_code)]
     pub(crate) fn release_hit(self) -> bool {
+        self.release_counting(HIT) >> 48 >= DRAIN_AT
+    }
+
+    /// Releases the hold, counting a miss; `true` as for [`release_hit`](Self::release_hit),
+    /// for the misses.
+    #[inline]
+    #[must_use]
+    pub(crate) fn release_miss(self) -> bool {
+        self.release_counting(MISS) >> 32 & COUNT >= DRAIN_AT
+    }
+
+    /// Releases the hold, adding `one` (a hit or a miss) to the state in the same
+    /// `fetch_add`; the state before.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    fn release_counting(self, one: u64) -> u64 {
         let mut this = std::mem::ManuallyDrop::new(self);
         // SAFETY: dropped once, here, and not used after; `this` is never dropped, so the
         // hold is released once, below, and not again by `Drop`.
         unsafe { std::mem::ManuallyDrop::drop(&mut this.value) };
-        let before = this.lock.state.fetch_add(HIT.wrapping_sub(READER), Ordering::Release);
-        before >> 48 >= DRAIN_AT
-    }
-
-    /// Releases the hold, counting a miss. `true` if the misses counted in the state have
-    /// passed [`DRAIN_AT`]: the caller then calls [`ShardLock::drain_hits`].
-    #[inline]
-    #[must_use]
-    #[allow(unsafe_code)]
-    pub(crate) fn release_miss(self) -> bool {
-        let mut this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: as `release_hit`'s.
-        unsafe { std::mem::ManuallyDrop::drop(&mut this.value) };
-        let before = this.lock.state.fetch_add(MISS.wrapping_sub(READER), Ordering::Release);
-        before >> 32 & COUNT >= DRAIN_AT
+        this.lock.state.fetch_add(one.wrapping_sub(READER), Ordering::Release)
     }
 
     /// Hits counted by this lock: drained, and in the state. Exact while this hold keeps
