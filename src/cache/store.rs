@@ -203,8 +203,8 @@ impl<K, V> Store<K, V> {
 
     /// Room for one more slot in a full store of `len`: the table (which would otherwise
     /// rehash every entry at each doubling) sized for the entries expected at once, when
-    /// the store first grows; the slots doubled, or past [`SIZED_AT`] made the entries
-    /// expected.
+    /// the store first grows; the slots (and weights) doubled, or past [`SIZED_AT`] made the
+    /// entries expected.
     #[cold]
     #[inline(never)]
     fn make_room(&mut self, len: usize) {
@@ -215,20 +215,13 @@ impl<K, V> Store<K, V> {
             });
         }
         if len >= SIZED_AT && len < self.expected {
-            self.reserve_expected();
+            let more = self.expected - len;
+            self.slots.reserve_exact(more);
+            if let Some(weights) = &mut self.weights {
+                weights.reserve_exact(more);
+            }
         } else {
             self.slots.reserve(1);
-        }
-    }
-
-    /// Room for the entries expected, once the store is past [`SIZED_AT`] and full.
-    fn reserve_expected(&mut self) {
-        let more = self.expected - self.slots.len();
-        self.slots.reserve_exact(more);
-        let slots = &self.slots;
-        self.table.reserve(more, |&i| slots[i as usize].as_ref().map_or(0, |e| e.hash));
-        if let Some(weights) = &mut self.weights {
-            weights.reserve_exact(more);
         }
     }
 
