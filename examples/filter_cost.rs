@@ -17,14 +17,19 @@
 //!   relocation moved, sit in their first bucket;
 //! * `insert`: fills it to 52.5% load, then inserts N keys more;
 //! * `fill`: inserts keys into the empty filter up to N per mille of its slots, as the
-//!   reference's benchmark fills its table (to 60% at N = 5M), and prints how many.
+//!   reference's benchmark fills its table (to 60% at N = 5M), and prints how many;
+//! * `record`: a [`SeenBefore`] gate of 2^21 keys per generation holding 200,000, then N
+//!   `check_and_record` calls of new keys (first sightings, N at most 2^20: the generation
+//!   does not rotate);
+//! * `seen`: the same gate, then N `check_and_record` calls of the 20,000 keys recorded
+//!   first (seen before, in the current generation).
 //!
 //! Setup is the same for every N, so the difference in instructions between two values of
 //! N is the cost of the added operations alone: for `insert`, N and 2N with 2N keys
 //! reaching 62.5% load give the inserts from 57.5% to 62.5%; for `fill`, 0 and 600 give
 //! the mean insert of a fill to 60%.
 
-use cuckoo_gate::{CuckooFilter, Layout};
+use cuckoo_gate::{CuckooFilter, Layout, SeenBefore};
 
 mod common;
 use common::key;
@@ -42,11 +47,14 @@ fn main() {
     };
     let (op, n, layout) =
         match (args.first().map(String::as_str), args.get(1).and_then(|n| n.parse::<u64>().ok()), layout) {
+            (Some(op @ ("record" | "seen")), Some(n), Some(Layout::Buckets)) if n <= 1 << 20 => {
+                return gate(op, n);
+            }
             (Some(op @ ("absent" | "present" | "insert" | "fill")), Some(n), Some(layout)) => {
                 (op.to_owned(), n, layout)
             }
             _ => {
-                eprintln!("usage: filter_cost absent|present|insert|fill N [windows]");
+                eprintln!("usage: filter_cost absent|present|insert|fill N [windows] | record|seen N");
                 std::process::exit(2)
             }
         };
@@ -91,6 +99,24 @@ fn main() {
         _ => (lookups(&filter, n, &pool), n),
     };
     println!("{op}: {found} of {n} found; load {:.3}", filter.load_factor());
+}
+
+/// The `record` and `seen` operations on a gate (see the module docs).
+fn gate(op: &str, n: u64) {
+    let gate = SeenBefore::builder().capacity(1 << 21).seed(1).build().expect("valid configuration");
+    (0..FILL).for_each(|i| gate.record(&key(i)));
+    let keys: Vec<u64> = match op {
+        "seen" => (0..n).map(|i| key(i % EARLY)).collect(),
+        _ => (0..n).map(|i| key(1 << 40 | i)).collect(),
+    };
+    let seen = records(&gate, &keys);
+    println!("{op}: {seen} of {n} found");
+}
+
+/// `check_and_record` of every key of `keys`; how many were seen before.
+#[inline(never)]
+fn records(gate: &SeenBefore, keys: &[u64]) -> u64 {
+    keys.iter().filter(|k| gate.check_and_record(k)).count() as u64
 }
 
 /// Looks up `n` keys, going through `pool` as often as it takes (`n` a multiple of its

@@ -18,6 +18,9 @@ pub(crate) const STRAY_STAMP: bool = cfg!(cuckoo_gate_broken = "stray_stamp");
 pub(crate) const SPLIT_MOVE: bool = cfg!(cuckoo_gate_broken = "split_move");
 /// `insert_unique` checks and inserts under two separate lock holds.
 pub(crate) const SPLIT_UNIQUE: bool = cfg!(cuckoo_gate_broken = "split_unique");
+/// `insert_unique` looks into its key's second bucket before it takes the first bucket's
+/// stripe, so a copy stored there meanwhile goes unseen.
+pub(crate) const EARLY_SECOND_LOOK: bool = cfg!(cuckoo_gate_broken = "early_second_look");
 /// A growable filter's reader does not check the table pointer after reading.
 pub(crate) const SKIP_TABLE_CHECK: bool = cfg!(cuckoo_gate_broken = "skip_table_check");
 /// A doubling copies the table without freezing it.
@@ -85,6 +88,19 @@ pub(crate) fn relock<'a, S: Shape>(
     let locked = table.lock_pair(i1, i2)?;
     let (b1, b2) = (locked.bucket(i1), locked.bucket(i2));
     Ok((locked, b1, b2))
+}
+
+/// [`SPLIT_UNIQUE`] on `insert_unique`'s fast path: lets go of the first bucket's stripe
+/// after the check and takes it again, with the bucket's first empty slot as it is now.
+pub(crate) fn relock_first<'a, S: Shape>(
+    table: &'a Table<S>,
+    locked: Locked<'a, S>,
+    i1: usize,
+) -> Result<(Locked<'a, S>, usize), Frozen> {
+    drop(locked);
+    let locked = table.lock_pair(i1, i1)?;
+    let lane = table.lanes().empties(locked.bucket(i1)).lowest().unwrap_or(0);
+    Ok((locked, lane))
 }
 
 /// [`UNSTAMPED_REMOVE`]: removes the key of `p` without the stripe lock, so no stamp

@@ -329,9 +329,12 @@ impl SeenBefore {
             let full = {
                 let generations = self.generations.read();
                 let current = &generations.filters[generations.current];
-                let seen = ask && generations.filters[generations.current ^ 1].contains_hashed(hash);
+                // Asked only for a key new to the current generation: one found there was
+                // seen, wherever else it is.
+                let previous = || ask && generations.filters[generations.current ^ 1].contains_hashed(hash);
                 match current.insert_unique_hashed(hash) {
                     Ok(true) => {
+                        let seen = previous();
                         let stripe = &self.recorded[thread_stripe() % RECORDING_STRIPES];
                         stripe.fetch_add(1, Ordering::Relaxed);
                         let check = hash.rotate_left(32) & self.check_mask == 0;
@@ -353,7 +356,7 @@ impl SeenBefore {
                     Err(_) => {
                         refusals += 1;
                         if refusals == MAX_REFUSALS {
-                            return seen;
+                            return previous();
                         }
                         drop(generations);
                         yield_now();

@@ -80,8 +80,12 @@
 //!   Hence **a lookup for a key that was inserted and not removed never misses**,
 //!   whatever runs concurrently. A miss is linearizable (a match may be a torn read's
 //!   false positive); `len()` sums per-stripe counters and is not.
-//! * `insert_unique` checks and inserts under the same locks: of threads racing on one
-//!   new key, exactly one is told it inserted.
+//! * `insert_unique` checks and inserts in one lock hold: of threads racing on one new
+//!   key, exactly one is told it inserted. In the bucket layout the hold is of the first
+//!   bucket's stripe alone when the key goes there: every write that could store, move
+//!   or remove the key's entry in its second bucket holds that stripe too, so the look
+//!   into the second bucket is exact for absence (a match there is checked again under
+//!   both stripes).
 //! * Across a doubling: every write completes either in the old table before its stripes
 //!   freeze (and so is copied) or in the new table after it is published; a lookup reads
 //!   whichever table it loaded, both hold every key present when it started, and a lookup

@@ -368,6 +368,54 @@ fn insert_unique_race_has_one_winner() {
     });
 }
 
+/// A filter of two groups of 64 slots, a stripe each, with 9-bit fingerprints.
+fn two_stripes() -> CuckooFilter {
+    let f = CuckooFilter::builder()
+        .capacity(120)
+        .max_capacity(120)
+        .false_positive_rate(0.01)
+        .stripes(2)
+        .seed(SEED)
+        .build()
+        .unwrap();
+    assert_eq!((f.capacity(), f.stats().stripes), (128, 2));
+    f
+}
+
+/// `insert_unique` racing on a key whose two buckets lie in different stripes and whose
+/// first bucket is full: one racer stores the key in the second bucket and then frees a
+/// slot of the first, into which the other racer's fast path (which holds the first
+/// bucket's stripe alone) would put a second copy had it looked into the second bucket
+/// before taking that stripe.
+#[test]
+#[cfg_attr(
+    any(cuckoo_gate_broken = "early_second_look", cuckoo_gate_broken = "split_unique"),
+    should_panic(expected = "both or neither")
+)]
+fn insert_unique_race_across_stripes() {
+    model(|| {
+        let f = two_stripes();
+        let stripe = |bucket| f.debug_first_slot(bucket) / 64 % 2;
+        let k = key_where(&f, 5_000_000, |[i1, i2]| stripe(i1) != stripe(i2));
+        let [x, _] = f.debug_buckets(&k);
+        let mut others = fill(&f, x, 0, 4);
+        let freed = others.pop().unwrap();
+        let f = Arc::new(f);
+        let t = {
+            let f = f.clone();
+            thread::spawn(move || {
+                let there = f.insert_unique(&k).unwrap();
+                assert!(f.remove(&freed));
+                there
+            })
+        };
+        let here = f.insert_unique(&k).unwrap();
+        let there = t.join().unwrap();
+        assert!(here ^ there, "both or neither inserted: {here} {there}");
+        assert_eq!(f.count(&k), 1);
+    });
+}
+
 /// `clear` and a re-insert racing with a lookup: the lookup ends, and the key
 /// inserted after `clear` is present.
 #[test]

@@ -352,8 +352,9 @@ impl CuckooFilter {
 
     /// Adds `key` unless it is already present. Returns `true` if it was added now, `false`
     /// if it was present (or a false positive said so). The check and the insert are one
-    /// atomic step under the key's stripe locks: of threads racing on one new key, exactly
-    /// one gets `true`.
+    /// atomic step under the key's stripe locks (in the bucket layout, only the first
+    /// bucket's when the key goes there): of threads racing on one new key, exactly one
+    /// gets `true`.
     ///
     /// # Errors
     ///

@@ -1,7 +1,8 @@
 //! Key operations on one table: insert (making room by relocation), remove, lookups.
 //!
-//! Every write happens under [`Table::lock_pair`] of the key's two buckets, so the
-//! check-then-act of `insert_unique` and `remove` is atomic; lookups go through
+//! Every write happens under [`Table::lock_pair`] of the buckets it changes, and a
+//! check-then-act (`insert_unique`, `remove`) under the locks of every write that could
+//! change its answer, so it is atomic; lookups go through
 //! [`Table::holds_either`] (and `count` through [`Table::read_pair`]) and take no lock. A
 //! write that meets a frozen stripe returns `Frozen` having changed nothing the key depends
 //! on, and the filter repeats it once the doubling (or snapshot) that froze the table is
@@ -41,8 +42,11 @@ impl<S: Shape> Table<S> {
     /// means it was present and `unique` was set.
     #[inline]
     pub(crate) fn insert(&self, hash: u64, unique: bool) -> Result<bool, Refused> {
-        if S::WINDOWED || unique {
+        if S::WINDOWED {
             return self.insert_probed(self.probe(hash), unique);
+        }
+        if unique {
+            return self.insert_unique(self.probe(hash));
         }
         // Fast path: most inserts find room in the first bucket, and a plain insert needs
         // only that bucket's stripe (every writer of the bucket holds it). The second
@@ -62,7 +66,45 @@ impl<S: Shape> Table<S> {
         self.insert_in_pair(self.probe(hash), false)
     }
 
-    /// [`Table::insert`] for a key already probed: a windowed table's, or `insert_unique`.
+    /// `insert_unique` in the bucket layout. Its fast path holds the first bucket's stripe
+    /// alone: it looks for the key in the first bucket under that lock and in the second
+    /// without the second's, and stores the key in the first when it is in neither and the
+    /// first has room. The look into the second bucket is exact for absence: an entry
+    /// that stands for the key there (choice bit 1) has the same two buckets, so every
+    /// write that stores, moves or removes one holds the first bucket's stripe too, which
+    /// this insert holds; and writers of the other slots of the second bucket's words store
+    /// them whole, keeping such an entry's bits. So if the key's entry is there, every
+    /// version of those words that the loads can see holds it. A match there (or a read
+    /// torn into one) is checked again under both locks, as are full first buckets.
+    #[inline]
+    fn insert_unique(&self, p: Probe) -> Result<bool, Refused> {
+        let lanes = self.lanes();
+        self.prefetch_bucket(p.i1);
+        self.prefetch_bucket(p.i2);
+        self.prefetch_ext(p.i1);
+        let early = broken::EARLY_SECOND_LOOK.then(|| self.load_bucket(p.i2));
+        {
+            let locked = self.lock_pair(p.i1, p.i1)?;
+            let b1 = locked.bucket(p.i1);
+            if lanes.holds(b1, p.v1) {
+                return Ok(false);
+            }
+            if let Some(lane) = lanes.empties(b1).lowest() {
+                if !lanes.holds(early.unwrap_or_else(|| self.load_bucket(p.i2)), p.v2) {
+                    let (locked, lane) = if broken::SPLIT_UNIQUE {
+                        broken::relock_first(self, locked, p.i1)?
+                    } else {
+                        (locked, lane)
+                    };
+                    locked.put(p.i1, lane, p.v1, p.ext);
+                    return Ok(true);
+                }
+            }
+        }
+        self.insert_in_pair(p, true)
+    }
+
+    /// [`Table::insert`] for a key already probed in a windowed table.
     #[inline]
     fn insert_probed(&self, p: Probe, unique: bool) -> Result<bool, Refused> {
         let lanes = self.lanes();

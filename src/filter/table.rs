@@ -696,7 +696,9 @@ impl<S: Shape> Locked<'_, S> {
     pub(crate) fn put(&self, bucket: usize, lane: usize, value: u64, ext: u64) {
         debug_assert!(self.holds(bucket));
         debug_assert_eq!(self.table.lanes.lane(self.table.load_bucket(bucket), lane), 0);
-        self.table.store_ext(S::first_slot(bucket) + lane, ext);
+        if self.table.geometry.doublings_left() != 0 {
+            self.table.store_ext(S::first_slot(bucket) + lane, ext);
+        }
         self.table.store_lane(bucket, lane, value);
         self.table.stripe(bucket).add_items(1);
     }

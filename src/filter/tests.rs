@@ -91,6 +91,22 @@ fn ninth_copy_is_refused() {
     }
 }
 
+/// A key stored in its second bucket is found there by `insert_unique` once its first
+/// bucket has room again (the fast path, which stores into the first bucket, looks into
+/// the second before it does).
+#[test]
+fn unique_insert_sees_the_key_in_its_second_bucket() {
+    let f = filter(1_000, 0.001);
+    let k = 1u64 << 40;
+    let [first, _] = f.debug_buckets(&k);
+    let crowd: Vec<u64> = (0..).filter(|c| f.debug_buckets(c)[0] == first).take(SLOTS).collect();
+    crowd.iter().for_each(|c| f.insert(c).unwrap());
+    assert_eq!(f.insert_unique(&k), Ok(true));
+    assert!(f.remove(&crowd[0]));
+    assert_eq!(f.insert_unique(&k), Ok(false));
+    assert_eq!(f.count(&k), 1);
+}
+
 #[test]
 fn unique_insert_and_clear() {
     let f = filter(100, 0.001);
