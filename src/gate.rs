@@ -329,12 +329,16 @@ impl SeenBefore {
             let full = {
                 let generations = self.generations.read();
                 let current = &generations.filters[generations.current];
-                // Asked only for a key new to the current generation: one found there was
-                // seen, wherever else it is.
-                let previous = || ask && generations.filters[generations.current ^ 1].contains_hashed(hash);
-                match current.insert_unique_hashed(hash) {
-                    Ok(true) => {
-                        let seen = previous();
+                let previous = &generations.filters[generations.current ^ 1];
+                // The previous generation is asked only about a key new to the current
+                // one: a key found there was seen, wherever else it is.
+                let recorded = if ask {
+                    current.insert_unique_then_look(hash, previous)
+                } else {
+                    current.insert_unique_hashed(hash).map(|new| new.then_some(false))
+                };
+                match recorded {
+                    Ok(Some(seen)) => {
                         let stripe = &self.recorded[thread_stripe() % RECORDING_STRIPES];
                         stripe.fetch_add(1, Ordering::Relaxed);
                         let check = hash.rotate_left(32) & self.check_mask == 0;
@@ -345,7 +349,7 @@ impl SeenBefore {
                         }
                         return seen;
                     }
-                    Ok(false) => return true,
+                    Ok(None) => return true,
                     // Full before the check saw it (rare, see `filter_capacity`): rotate
                     // and record again.
                     Err(_) if self.recordings() >= self.capacity => generations.rotations,
@@ -356,7 +360,7 @@ impl SeenBefore {
                     Err(_) => {
                         refusals += 1;
                         if refusals == MAX_REFUSALS {
-                            return previous();
+                            return ask && previous.contains_hashed(hash);
                         }
                         drop(generations);
                         yield_now();

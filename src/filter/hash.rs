@@ -342,6 +342,16 @@ impl Geometry {
         self.level
     }
 
+    /// Whether a key has the same buckets and lane values in a table of `other` (its
+    /// extension bits aside): the same layout, bucket count, level and fingerprint width.
+    #[inline]
+    pub(crate) fn same_placement(&self, other: &Geometry) -> bool {
+        self.buckets == other.buckets
+            && self.level == other.level
+            && self.fingerprint_bits == other.fingerprint_bits
+            && self.layout == other.layout
+    }
+
     /// Doublings this table may still undergo.
     pub(crate) fn doublings_left(&self) -> u32 {
         self.extension_bits - self.level

@@ -378,6 +378,39 @@ impl CuckooFilter {
         self.insert_hash(hash, true)
     }
 
+    /// [`insert_unique`](Self::insert_unique) of a key already hashed and, if it was new
+    /// here, whether `other` may hold it: `Some(found there)`, or `None` if it was present
+    /// here (a gate's step, `other` its previous generation). One probe serves both when
+    /// the two filters are fixed-size with the same geometry, as a gate's generations
+    /// are; otherwise it is the two calls.
+    #[inline]
+    pub(crate) fn insert_unique_then_look(
+        &self,
+        hash: u64,
+        other: &CuckooFilter,
+    ) -> Result<Option<bool>, InsertError> {
+        // Tables of fixed-size filters are never replaced, so `with` (run once) serves a
+        // read of `other` too.
+        let fixed = !self.current.replaceable() && !other.current.replaceable();
+        let fused = fixed.then(|| {
+            self.current.with(|mine| {
+                other.current.with(|theirs| match (mine, theirs) {
+                    (AnyTable::Fixed10(a), AnyTable::Fixed10(b)) => a.insert_unique_then_look(hash, b),
+                    (AnyTable::Fixed13(a), AnyTable::Fixed13(b)) => a.insert_unique_then_look(hash, b),
+                    (AnyTable::Narrow(a), AnyTable::Narrow(b)) => a.insert_unique_then_look(hash, b),
+                    (AnyTable::Wide(a), AnyTable::Wide(b)) => a.insert_unique_then_look(hash, b),
+                    _ => None,
+                })
+            })
+        });
+        match fused.flatten() {
+            Some(Ok(found)) => Ok(found),
+            // Refused (having changed nothing), or not fused: the two calls, which wait
+            // out a snapshot's freeze.
+            _ => Ok(self.insert_unique_hashed(hash)?.then(|| other.contains_hashed(hash))),
+        }
+    }
+
     #[inline]
     fn insert_hash(&self, hash: u64, unique: bool) -> Result<bool, InsertError> {
         match self.try_insert(hash, unique) {

@@ -104,6 +104,27 @@ impl<S: Shape> Table<S> {
         self.insert_in_pair(p, true)
     }
 
+    /// `insert_unique` of the key with hash `hash` and, if it was new here, whether
+    /// `other` may hold it (`Some(found there)`; `None` if it was present here), with one
+    /// probe for both; `None` if `other`'s geometry differs, so that the probe is not its.
+    #[inline]
+    pub(crate) fn insert_unique_then_look(
+        &self,
+        hash: u64,
+        other: &Table<S>,
+    ) -> Option<Result<Option<bool>, Refused>> {
+        if S::WINDOWED || !self.geometry().same_placement(other.geometry()) {
+            return None;
+        }
+        let p = self.probe(hash);
+        other.prefetch_bucket(p.i1);
+        Some(match self.insert_unique(p) {
+            Ok(true) => Ok(Some(other.contains_probe(p))),
+            Ok(false) => Ok(None),
+            Err(refused) => Err(refused),
+        })
+    }
+
     /// [`Table::insert`] for a key already probed in a windowed table.
     #[inline]
     fn insert_probed(&self, p: Probe, unique: bool) -> Result<bool, Refused> {

@@ -371,7 +371,7 @@ impl<S: Shape> Table<S> {
     /// thus skip the validation (and the test of whether the stamp was taken while a
     /// relocation of the class was in progress), and the second bucket is worked out and
     /// read only if the first did not match.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn holds_either(&self, i1: usize, v1: u64, second: impl Fn() -> (usize, u64)) -> bool {
         let stamp = self.stamp_of(v1);
         let taken = stamp.read();

@@ -107,6 +107,27 @@ fn unique_insert_sees_the_key_in_its_second_bucket() {
     assert_eq!(f.count(&k), 1);
 }
 
+/// `insert_unique_then_look` answers as `insert_unique` and then `contains` on the other
+/// filter do, whether it fuses them (two fixed-size filters alike) or not (a growable
+/// filter, a smaller one).
+#[test]
+fn insert_unique_then_look_agrees_with_the_two_calls() {
+    let fixed =
+        |capacity| CuckooFilter::builder().capacity(capacity).max_capacity(capacity).seed(3).build().unwrap();
+    let growable = CuckooFilter::builder().capacity(1_000).seed(3).build().unwrap();
+    for other in [fixed(1_000), growable, fixed(500)] {
+        let here = fixed(1_000);
+        (0..300u64).for_each(|k| other.insert(&k).unwrap());
+        (350..400u64).for_each(|k| here.insert(&k).unwrap());
+        for k in 200..450u64 {
+            let hash = here.hash(&k);
+            let expected = (!here.contains(&k)).then(|| other.contains(&k));
+            assert_eq!(here.insert_unique_then_look(hash, &other), Ok(expected), "key {k}");
+            assert_eq!(here.count(&k), 1);
+        }
+    }
+}
+
 #[test]
 fn unique_insert_and_clear() {
     let f = filter(100, 0.001);
