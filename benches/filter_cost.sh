@@ -19,12 +19,12 @@ count() { # instructions of one run
         | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
 over=0
-# op, N and 2N, budget: lookups of absent keys and of keys in their first bucket (at 65%
-# load); the mean insert of a fill from empty to 60% (N = 0 and 600 per mille: the
+# op, N and 2N, budget: lookups of absent keys (one by one, and through contains_batch)
+# and of keys in their first bucket (at 65% load); the mean insert of a fill from empty to 60% (N = 0 and 600 per mille: the
 # reference benchmark's fill), and inserts from 57.5% to 62.5% load (no budget); a
 # SeenBefore gate's check_and_record of a first sighting and of a key seen in its current
 # generation (bucket layout only).
-for row in "absent 524288 1048576 103" "present 524288 1048576 65" "fill 0 600 151" "insert 15000 30000 -" \
+for row in "absent 524288 1048576 103" "batch 524288 1048576 110" "present 524288 1048576 65" "fill 0 600 152" "insert 15000 30000 -" \
     "record 262144 524288 370" "seen 262144 524288 249"; do
     read -r op n1 n2 budget <<<"$row"
     case "$op" in record | seen) [ -z "$layout" ] || continue ;; esac

@@ -12,6 +12,7 @@
 //!
 //! * `absent`: fills it with 200,000 keys (65% load), then looks up N absent keys (N a
 //!   multiple of 2^19, the keys made before the lookups);
+//! * `batch`: the same fill, then N absent keys looked up through `contains_batch`;
 //! * `present`: the same fill, then N lookups of the 20,000 keys inserted first, which
 //!   went in while the table was under 7% full and so, but for the few a later
 //!   relocation moved, sit in their first bucket;
@@ -50,11 +51,11 @@ fn main() {
             (Some(op @ ("record" | "seen")), Some(n), Some(Layout::Buckets)) if n <= 1 << 20 => {
                 return gate(op, n);
             }
-            (Some(op @ ("absent" | "present" | "insert" | "fill")), Some(n), Some(layout)) => {
+            (Some(op @ ("absent" | "batch" | "present" | "insert" | "fill")), Some(n), Some(layout)) => {
                 (op.to_owned(), n, layout)
             }
             _ => {
-                eprintln!("usage: filter_cost absent|present|insert|fill N [windows] | record|seen N");
+                eprintln!("usage: filter_cost absent|batch|present|insert|fill N [windows] | record|seen N");
                 std::process::exit(2)
             }
         };
@@ -96,6 +97,7 @@ fn main() {
             let keys = &pool[..(slots * n / 1000) as usize];
             (inserts(&filter, keys), keys.len() as u64)
         }
+        "batch" => (batch_lookups(&filter, n, &pool), n),
         _ => (lookups(&filter, n, &pool), n),
     };
     println!("{op}: {found} of {n} found; load {:.3}", filter.load_factor());
@@ -125,6 +127,19 @@ fn records(gate: &SeenBefore, keys: &[u64]) -> u64 {
 fn lookups(filter: &CuckooFilter, n: u64, pool: &[u64]) -> u64 {
     let rounds = n as usize / pool.len();
     (0..rounds).map(|_| pool.iter().filter(|k| filter.contains(k)).count() as u64).sum()
+}
+
+/// [`lookups`] through `contains_batch`, the whole pool per call.
+#[inline(never)]
+fn batch_lookups(filter: &CuckooFilter, n: u64, pool: &[u64]) -> u64 {
+    let mut found = vec![false; pool.len()];
+    let rounds = n as usize / pool.len();
+    (0..rounds)
+        .map(|_| {
+            filter.contains_batch(pool, &mut found);
+            found.iter().filter(|&&f| f).count() as u64
+        })
+        .sum()
 }
 
 /// Inserts `keys`; how many went in.

@@ -382,6 +382,15 @@ impl<S: Shape> Lanes<S> {
         x.wrapping_sub(self.ones()) & !x & self.highs() != S::Word::ZERO
     }
 
+    /// Whether a lane of `b1` holds `v1` or a lane of `b2` holds `v2`: [`Lanes::holds`] of
+    /// both in one zero test.
+    #[inline]
+    pub(crate) fn holds_in_either(&self, b1: S::Word, v1: u64, b2: S::Word, v2: u64) -> bool {
+        let (x1, x2) = (b1 ^ self.repeat(v1), b2 ^ self.repeat(v2));
+        let ones = self.ones();
+        (x1.wrapping_sub(ones) & !x1 | x2.wrapping_sub(ones) & !x2) & self.highs() != S::Word::ZERO
+    }
+
     /// Empty lanes of `bucket`.
     #[inline]
     pub(crate) fn empties(&self, bucket: S::Word) -> BitMask<S::Word> {

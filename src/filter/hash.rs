@@ -405,6 +405,18 @@ impl Geometry {
         (i1, self.fingerprint(hash), ext)
     }
 
+    /// What a lookup of the key with hash `hash` reads: its first and second bucket (or
+    /// window) and its lane value in the first (the second's adds the choice bit).
+    #[inline(always)]
+    pub(crate) fn lookup_place(&self, hash: u64, windowed: bool) -> (usize, usize, u64) {
+        if windowed {
+            let p = self.probe_as(hash, true);
+            return (p.i1, p.i2, p.v1);
+        }
+        let (i1, fp) = self.first_bucket(hash);
+        (i1, self.second_bucket(i1, fp), fp << 1)
+    }
+
     /// A key's first bucket and fingerprint in the bucket layout: what a lookup needs
     /// before it reads the first bucket ([`Geometry::second_bucket`] gives the second).
     #[inline(always)]

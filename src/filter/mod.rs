@@ -513,24 +513,8 @@ impl CuckooFilter {
     pub fn contains_batch<T: Hash>(&self, keys: &[T], found: &mut [bool]) {
         assert_eq!(keys.len(), found.len(), "contains_batch: `found` must have one slot per key");
         for (keys, found) in keys.chunks(BATCH).zip(found.chunks_mut(BATCH)) {
-            let mut hashes = [0u64; BATCH];
-            for (hash, key) in hashes.iter_mut().zip(keys) {
-                *hash = self.hash(key);
-            }
-            let hashes = &hashes[..keys.len()];
-            self.current.read(|table| {
-                with_table!(table, t => {
-                    let mut probes = [t.probe(0); BATCH];
-                    for (probe, &hash) in probes.iter_mut().zip(hashes) {
-                        *probe = t.probe(hash);
-                        t.prefetch_bucket(probe.i1);
-                        t.prefetch_bucket(probe.i2);
-                    }
-                    for (found, probe) in found.iter_mut().zip(&probes) {
-                        *found = t.contains_probe(*probe);
-                    }
-                })
-            });
+            self.current
+                .read(|table| with_table!(table, t => t.contains_each(keys, |k| self.hash(k), found)));
         }
     }
 

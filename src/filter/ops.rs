@@ -13,6 +13,7 @@ use super::hash::Probe;
 use super::relocate;
 use super::stripe::Frozen;
 use super::table::Table;
+use super::BATCH;
 use crate::broken;
 use crate::primitive::Ordering;
 
@@ -200,8 +201,26 @@ impl<S: Shape> Table<S> {
         self.holds_either(i1, fp << 1, || (g.second_bucket(i1, fp), fp << 1 | 1))
     }
 
-    /// [`Table::contains`] for a key already probed (`contains_batch` has prefetched its
-    /// buckets).
+    /// [`Table::contains`] of each of `keys` (at most [`BATCH`]), hashed by `hash`, into
+    /// `found`: every key's buckets are worked out and prefetched before any is read, so
+    /// that their memory loads overlap instead of queueing.
+    #[inline]
+    pub(crate) fn contains_each<K>(&self, keys: &[K], hash: impl Fn(&K) -> u64, found: &mut [bool]) {
+        let mut places = [(0, 0, 0); BATCH];
+        for (place, key) in places.iter_mut().zip(keys) {
+            let (i1, i2, v1) = self.geometry().lookup_place(hash(key), S::WINDOWED);
+            self.prefetch_bucket(i1);
+            self.prefetch_bucket(i2);
+            *place = (i1, i2, v1);
+        }
+        // The choice bit, which the second bucket's (or window's) lane value adds.
+        let second = 1 << S::WINDOWED as u32;
+        for (found, &(i1, i2, v1)) in found.iter_mut().zip(&places) {
+            *found = self.holds_in_both(i1, v1, i2, v1 | second);
+        }
+    }
+
+    /// [`Table::contains`] for a key already probed.
     #[inline]
     pub(crate) fn contains_probe(&self, p: Probe) -> bool {
         self.holds_either(p.i1, p.v1, || (p.i2, p.v2))

@@ -390,6 +390,22 @@ impl<S: Shape> Table<S> {
         self.holds_either_contended(i1, v1, i2, v2)
     }
 
+    /// [`Table::holds_either`] for a key whose second bucket is worked out (and both
+    /// prefetched, as `contains_batch` does): both buckets are read after the stamp and
+    /// tested in one step, and a miss is validated once.
+    #[inline(always)]
+    pub(crate) fn holds_in_both(&self, i1: usize, v1: u64, i2: usize, v2: u64) -> bool {
+        let stamp = self.stamp_of(v1);
+        let taken = stamp.read();
+        if self.lanes.holds_in_either(self.load_bucket(i1), v1, self.load_bucket(i2), v2) {
+            return true;
+        }
+        if MoveStamp::settled(taken) && (stamp.unchanged_since(taken) || broken::SKIP_VALIDATION) {
+            return false;
+        }
+        self.holds_either_contended(i1, v1, i2, v2)
+    }
+
     /// [`Table::holds_either`] after its first attempt failed: retries, then reads both
     /// buckets under their stripes' locks (every relocation holds both of its buckets'),
     /// so it cannot starve. Out of line, so that the lock-free path carries none of it.
