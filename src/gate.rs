@@ -10,7 +10,8 @@
 //! current one, so keys that keep coming back are never forgotten.
 //!
 //! Recordings are counted per thread, not in one counter that every thread would write
-//! on every recording. After about one new recording in [`CHECK_INTERVAL`] (chosen by the
+//! on every recording (a thread that owns its stripe counts without a locked
+//! instruction). After about one new recording in [`CHECK_INTERVAL`] (chosen by the
 //! key's hash) the recorder sums the counts; the filters have room for the few recordings
 //! that land between two checks. (The filter's own size would not do: a relocation in
 //! flight moves an item between the stripes it is summed over, so the sum can run ahead.)
@@ -28,13 +29,11 @@
 use std::hash::Hash;
 use std::io::{Read, Write};
 
-use crossbeam_utils::CachePadded;
-
 use crate::broken;
 use crate::error::BuildError;
 use crate::filter::CuckooFilter;
 use crate::hashing::Hashing;
-use crate::primitive::{thread_stripe, yield_now, AtomicUsize, Ordering, RwLock};
+use crate::primitive::{yield_now, RwLock, Tally};
 use crate::snapshot::{Decoder, Encoder, Kind, SnapshotError};
 
 /// How often, in new recordings, a recorder checks whether the current generation is full
@@ -86,8 +85,9 @@ pub const DEFAULT_GATE_FALSE_POSITIVE_RATE: f64 = 0.01;
 pub struct SeenBefore {
     generations: RwLock<Generations>,
     /// New recordings into the current generation, striped by thread (each thread adds
-    /// to its own line; a check sums them). Reset by rotation, under the write lock.
-    recorded: Box<[CachePadded<AtomicUsize>]>,
+    /// to its own line, without a locked instruction; a check sums them). Reset by
+    /// rotation, under the write lock.
+    recorded: Tally<1>,
     /// The filters' hasher (both generations share one seed), so a key is hashed once; a
     /// cache's restore may replace it (see `hashing.rs`).
     hasher: Hashing,
@@ -222,7 +222,7 @@ impl SeenBefore {
         SeenBefore {
             hasher: Hashing::new(filters[0].seed()),
             generations: RwLock::new(Generations { filters, current, rotations }),
-            recorded: (0..RECORDING_STRIPES).map(|_| CachePadded::new(AtomicUsize::new(0))).collect(),
+            recorded: Tally::new(RECORDING_STRIPES),
             capacity,
             check_mask: check_mask(capacity),
         }
@@ -239,8 +239,7 @@ impl SeenBefore {
         let recorded = other.recordings();
         let mut generations = self.generations.write();
         *generations = other.generations.into_inner();
-        self.recorded.iter().for_each(|stripe| stripe.store(0, Ordering::Relaxed));
-        self.recorded[0].store(recorded, Ordering::Relaxed);
+        self.recorded.reset(0, recorded as u64);
         true
     }
 
@@ -261,7 +260,7 @@ impl SeenBefore {
             // name the old seed, so a later restore will not take them over).
             _ => generations.filters.iter().for_each(CuckooFilter::clear),
         }
-        self.recorded.iter().for_each(|stripe| stripe.store(0, Ordering::Relaxed));
+        self.recorded.reset(0, 0);
         self.hasher.replace(seed);
     }
 
@@ -339,8 +338,7 @@ impl SeenBefore {
                 };
                 match recorded {
                     Ok(Some(seen)) => {
-                        let stripe = &self.recorded[thread_stripe() % RECORDING_STRIPES];
-                        stripe.fetch_add(1, Ordering::Relaxed);
+                        self.recorded.add(0);
                         let check = hash.rotate_left(32) & self.check_mask == 0;
                         if check && self.recordings() >= self.capacity {
                             let rotations = generations.rotations;
@@ -471,7 +469,7 @@ impl SeenBefore {
     /// New recordings into the current generation (a lower bound while recordings run:
     /// they are summed without a lock, and none is ever counted twice).
     fn recordings(&self) -> usize {
-        self.recorded.iter().map(|s| s.load(Ordering::Relaxed)).sum()
+        self.recorded.sum(0) as usize
     }
 
     /// Starts a new generation, unless one was started since `rotations` was read: clears
@@ -483,9 +481,7 @@ impl SeenBefore {
         }
         let older = generations.current ^ 1;
         generations.filters[older].clear();
-        for stripe in self.recorded.iter() {
-            stripe.store(0, Ordering::Relaxed);
-        }
+        self.recorded.reset(0, 0);
         generations.current = older;
         // Compared for equality only; a restored snapshot may carry any count.
         generations.rotations = generations.rotations.wrapping_add(1);
@@ -582,7 +578,7 @@ impl SeenBefore {
             filters[current ^ 1] = fresh;
         }
         let gate = SeenBefore::from_parts(filters, current, rotations, capacity);
-        gate.recorded[0].store(recorded, Ordering::Relaxed);
+        gate.recorded.reset(0, recorded as u64);
         Ok(gate)
     }
 

@@ -404,6 +404,7 @@ pub(crate) fn release_pages(words: &[AtomicU64]) -> bool {
 /// store, as no other thread writes it; any further threads share atomic stripes. So
 /// counting costs no locked instruction and shares no written cache line, and no count is
 /// lost.
+#[derive(Debug)]
 pub(crate) struct Tally<const N: usize> {
     owned: Box<[CachePadded<[AtomicU64; N]>]>,
     shared: Box<[CachePadded<[AtomicU64; N]>]>,
@@ -431,6 +432,17 @@ impl<const N: usize> Tally<N> {
                 self.shared[thread & (self.shared.len() - 1)][counter].fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+
+    /// Sets counter `counter`'s total to `value`. A count added meanwhile may be lost: the
+    /// caller keeps every adder out (the gate holds its write lock, its adders its read
+    /// lock).
+    pub(crate) fn reset(&self, counter: usize, value: u64) {
+        self.owned
+            .iter()
+            .chain(self.shared.iter())
+            .for_each(|stripe| stripe[counter].store(0, Ordering::Relaxed));
+        self.shared[0][counter].store(value, Ordering::Relaxed);
     }
 
     /// Counter `counter`'s total.
