@@ -94,8 +94,6 @@ pub(crate) struct Geometry {
     fingerprint_scale: u64,
     /// `base_buckets - 1`, the distances `D / 2^level` can take.
     distances: usize,
-    /// `2^level`, the unit of the distances.
-    unit: usize,
 }
 
 /// `2^bits - 1` (the shift taken modulo 64, for a geometry being checked).
@@ -234,7 +232,6 @@ impl Geometry {
             fingerprint_bits,
             fingerprint_scale: scale(fingerprint_bits),
             distances: buckets - 1,
-            unit: 1,
         }
     }
 
@@ -266,7 +263,6 @@ impl Geometry {
             fingerprint_bits,
             fingerprint_scale: scale(fingerprint_bits),
             distances: base_buckets.wrapping_sub(1),
-            unit: 1usize.wrapping_shl(level),
         })
     }
 
@@ -295,7 +291,7 @@ impl Geometry {
     /// bucket count fits in `usize`: the builder checks both for the largest level).
     pub(crate) fn doubled(&self) -> Self {
         debug_assert!(self.level < self.extension_bits);
-        Geometry { level: self.level + 1, buckets: 2 * self.buckets, unit: 2 * self.unit, ..*self }
+        Geometry { level: self.level + 1, buckets: 2 * self.buckets, ..*self }
     }
 
     /// Smallest fingerprint width whose false-positive rate at full load is at most
@@ -445,7 +441,7 @@ impl Geometry {
     /// `D(fp)`, in `[1, B - 1]`.
     #[inline(always)]
     fn distance(&self, fp: u64) -> usize {
-        (1 + fast_range(fp.wrapping_mul(MIX), self.distances)) * self.unit
+        (1 + fast_range(fp.wrapping_mul(MIX), self.distances)) << self.level
     }
 
     /// The second bucket of a key in `bucket` with fingerprint `fp`.
