@@ -626,6 +626,7 @@ mod tests {
             // A lookup's two halves name the probe's buckets and values.
             let (i1, fp) = g.first_bucket(hash);
             prop_assert_eq!((i1, fp << 1, g.second_bucket(i1, fp), fp << 1 | 1), (p.i1, p.v1, p.i2, p.v2));
+            prop_assert_eq!(g.lookup_place(hash, false), (p.i1, p.i2, p.v1));
             // And an insert's first half names the probe's first bucket and extension bits.
             prop_assert_eq!(g.first_entry(hash), (p.i1, p.v1 >> 1, p.ext));
         }

@@ -64,7 +64,8 @@ impl<S: Shape> Table<S> {
                 return Ok(true);
             }
         }
-        self.insert_in_pair(self.probe(hash), false)
+        let p = self.probe(hash);
+        self.insert_in_pair(p.i1, p.i2, p.v1, p.ext, false)
     }
 
     /// `insert_unique` in the bucket layout. Its fast path holds the first bucket's stripe
@@ -102,7 +103,7 @@ impl<S: Shape> Table<S> {
                 }
             }
         }
-        self.insert_in_pair(p, true)
+        self.insert_in_pair(p.i1, p.i2, p.v1, p.ext, true)
     }
 
     /// `insert_unique` of the key with hash `hash` and, if it was new here, whether
@@ -140,13 +141,16 @@ impl<S: Shape> Table<S> {
                 return Ok(true);
             }
         }
-        self.insert_in_pair(p, unique)
+        self.insert_in_pair(p.i1, p.i2, p.v1, p.ext, unique)
     }
 
     /// [`Table::insert`] past its fast path: both buckets under lock, and relocation when
-    /// they are full. Out of line, so that the fast path carries none of its state.
+    /// they are full. Out of line, so that the fast path carries none of its state; it
+    /// takes the probe's parts (the second lane value adds the choice bit to the first), so
+    /// that they pass in registers rather than through the caller's memory.
     #[inline(never)]
-    fn insert_in_pair(&self, p: Probe, unique: bool) -> Result<bool, Refused> {
+    fn insert_in_pair(&self, i1: usize, i2: usize, v1: u64, ext: u64, unique: bool) -> Result<bool, Refused> {
+        let p = Probe { i1, i2, v1, v2: v1 | 1 << S::WINDOWED as u32, ext };
         let lanes = self.lanes();
         // A put into the second bucket, or a relocation out of it, writes its side bits.
         self.prefetch_bucket(p.i2);
