@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Lookups and inserts beside the C++ reference implementation of cuckoo filters
 # (github.com/efficient/cuckoofilter, its benchmarks/bulk-insert-and-query.cc, `Cuckoo12`):
-# its benchmark and examples/bulk_insert_and_query.rs (contains, then contains_batch) run in
-# alternating rounds of processes, and each ratio is the median of the per-round ratios.
+# its benchmark and examples/bulk_insert_and_query.rs (one key at a time, then through
+# insert_batch and contains_batch) run in alternating rounds of processes, and each ratio is the median of the per-round ratios.
 # The reference is not on crates.io: give the path of a checkout of it (917583d was
 # measured). Needs g++, make and libssl-dev (the reference links OpenSSL).
 #   bash benches/vs_reference.sh PATH_TO_CUCKOOFILTER [N] [ROUNDS]    (N = 5000000, 3 rounds)
@@ -47,7 +47,7 @@ batch = [numbers(r, 2) for r in rows if r[:2] == ["fixed,", "batch"]]
 names = ["adds", "find 0%", "25%", "50%", "75%", "100%"]
 print("| ours ÷ reference, median of %d rounds | %s |" % (len(reference), " | ".join(names)))
 print("|---" * (len(names) + 1) + "|")
-for label, ours in (("contains", single), ("contains_batch", batch)):
+for label, ours in (("`insert`, `contains`", single), ("`insert_batch`, `contains_batch`", batch)):
     ratios = [statistics.median(o[i] / r[i] for o, r in zip(ours, reference)) for i in range(6)]
     print("| %s | %s |" % (label, " | ".join("%.2f" % x for x in ratios)))
 PY

@@ -252,3 +252,26 @@ impl fmt::Display for InsertError {
 }
 
 impl std::error::Error for InsertError {}
+
+/// Why [`CuckooFilter::insert_batch`](crate::CuckooFilter::insert_batch) stopped: the key
+/// at `index` could not be inserted. The keys before it are in the filter, it and those
+/// after it are not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InsertBatchError {
+    /// The position in the batch of the key that was not inserted.
+    pub index: usize,
+    /// Why, as [`CuckooFilter::insert`](crate::CuckooFilter::insert) reports it.
+    pub error: InsertError,
+}
+
+impl fmt::Display for InsertBatchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "key {} of the batch was not inserted (nor those after it): {}", self.index, self.error)
+    }
+}
+
+impl std::error::Error for InsertBatchError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}

@@ -175,7 +175,7 @@ pub use cache::{
 };
 #[cfg(feature = "serde")]
 pub use cache::{Restored, Saved};
-pub use error::{BuildError, InsertError};
+pub use error::{BuildError, InsertBatchError, InsertError};
 pub use filter::{
     CuckooFilter, FilterBuilder, FilterStats, Layout, BATCH, DEFAULT_DOUBLINGS, DEFAULT_FALSE_POSITIVE_RATE,
 };

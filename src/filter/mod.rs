@@ -53,7 +53,7 @@ use self::bucket::{Fixed, Windows};
 use self::current::Current;
 use self::hash::Geometry;
 use self::ops::Refused;
-use crate::error::InsertError;
+use crate::error::{InsertBatchError, InsertError};
 use crate::primitive::{AtomicU64, Mutex, Ordering};
 use crate::snapshot::SnapshotError;
 
@@ -348,6 +348,44 @@ impl CuckooFilter {
     /// ```
     pub fn insert<T: Hash + ?Sized>(&self, key: &T) -> Result<(), InsertError> {
         self.insert_hash(self.hash(key), false).map(drop)
+    }
+
+    /// Inserts every key of `keys`, in order, as [`insert`](Self::insert) does each; faster
+    /// when the filter is much larger than the CPU cache: keys are taken in groups of
+    /// [`BATCH`], and the first buckets of a whole group are hashed and prefetched before
+    /// any is written, so that their memory loads overlap instead of queueing.
+    ///
+    /// # Errors
+    ///
+    /// The first key that cannot be inserted stops the batch: [`InsertBatchError`] names
+    /// its position and [`insert`](Self::insert)'s error for it. The keys before it are
+    /// inserted, it and the keys after it are not; nothing stored is lost.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let filter = cuckoo_gate::CuckooFilter::with_capacity(1_000);
+    /// let keys: Vec<u64> = (0..100).collect();
+    /// filter.insert_batch(&keys)?;
+    /// assert!(keys.iter().all(|k| filter.contains(k)));
+    /// # Ok::<(), cuckoo_gate::InsertBatchError>(())
+    /// ```
+    pub fn insert_batch<T: Hash>(&self, keys: &[T]) -> Result<(), InsertBatchError> {
+        for (group, keys) in keys.chunks(BATCH).enumerate() {
+            let mut hashes = [0u64; BATCH];
+            for (hash, key) in hashes.iter_mut().zip(keys) {
+                *hash = self.hash(key);
+            }
+            let hashes = &hashes[..keys.len()];
+            // A prefetch of a table that a doubling retires meanwhile is harmless.
+            self.current
+                .with(|table| with_table!(table, t => hashes.iter().for_each(|&h| t.prefetch_insert(h))));
+            for (i, &hash) in hashes.iter().enumerate() {
+                self.insert_hash(hash, false)
+                    .map_err(|error| InsertBatchError { index: group * BATCH + i, error })?;
+            }
+        }
+        Ok(())
     }
 
     /// Adds `key` unless it is already present. Returns `true` if it was added now, `false`

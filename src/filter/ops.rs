@@ -68,6 +68,15 @@ impl<S: Shape> Table<S> {
         self.insert_in_pair(p.i1, p.i2, p.v1, p.ext, false)
     }
 
+    /// Starts loading what an insert of the key with hash `hash` reads first: its first
+    /// bucket (or window) and that bucket's extension bits.
+    #[inline]
+    pub(crate) fn prefetch_insert(&self, hash: u64) {
+        let i1 = if S::WINDOWED { self.probe(hash).i1 } else { self.geometry().first_bucket(hash).0 };
+        self.prefetch_bucket(i1);
+        self.prefetch_ext(i1);
+    }
+
     /// `insert_unique` in the bucket layout. Its fast path holds the first bucket's stripe
     /// alone: it looks for the key in the first bucket under that lock and in the second
     /// without the second's, and stores the key in the first when it is in neither and the

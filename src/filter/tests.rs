@@ -128,6 +128,24 @@ fn insert_unique_then_look_agrees_with_the_two_calls() {
     }
 }
 
+/// `insert_batch` inserts as `insert` does, key by key, and stops at the first key that
+/// does not fit, naming it: the keys before it are in, the rest are not.
+#[test]
+fn insert_batch_stops_at_the_first_refusal() {
+    for layout in [Layout::Buckets, Layout::Windows] {
+        let f = layout_filter(layout, 1_000, 0.01);
+        let keys: Vec<u64> = (0..f.capacity() as u64 * 2).collect();
+        let error = f.insert_batch(&keys).unwrap_err();
+        assert_eq!(error.error, InsertError::Full);
+        assert_eq!(f.len(), error.index, "{layout:?}: the keys before the refused one, and no other");
+        assert!(keys[..error.index].iter().all(|k| f.contains(k)), "{layout:?}");
+    }
+    let growable = CuckooFilter::builder().capacity(100).seed(4).build().unwrap();
+    let keys: Vec<u64> = (0..1_000).collect();
+    assert_eq!(growable.insert_batch(&keys), Ok(()));
+    assert!(keys.iter().all(|k| growable.contains(k)) && growable.len() == 1_000);
+}
+
 #[test]
 fn unique_insert_and_clear() {
     let f = filter(100, 0.001);
