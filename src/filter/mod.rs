@@ -151,9 +151,14 @@ impl From<Table<Buckets<u128>>> for AnyTable {
     }
 }
 
-/// Keys per group in [`CuckooFilter::contains_batch`]: enough loads in flight to cover
-/// a memory latency, few enough that the prefetched lines are still cached when read.
+/// Keys per group in [`CuckooFilter::contains_batch`] and [`CuckooFilter::insert_batch`]:
+/// enough loads in flight to cover a memory latency, few enough that the prefetched lines
+/// are still cached when read.
 pub const BATCH: usize = 16;
+
+/// Groups of [`BATCH`] keys that [`CuckooFilter::contains_batch`] pipelines in one read of
+/// the table.
+const PIPELINED: usize = 64;
 
 /// A concurrent cuckoo filter: an approximate set of keys with deletion.
 ///
@@ -352,8 +357,8 @@ impl CuckooFilter {
 
     /// Inserts every key of `keys`, in order, as [`insert`](Self::insert) does each; faster
     /// when the filter is much larger than the CPU cache: keys are taken in groups of
-    /// [`BATCH`], and the first buckets of a whole group are hashed and prefetched before
-    /// any is written, so that their memory loads overlap instead of queueing.
+    /// [`BATCH`], and the first buckets of the next group are hashed and prefetched while
+    /// this group is written, so that their memory loads overlap instead of queueing.
     ///
     /// # Errors
     ///
@@ -371,16 +376,28 @@ impl CuckooFilter {
     /// # Ok::<(), cuckoo_gate::InsertBatchError>(())
     /// ```
     pub fn insert_batch<T: Hash>(&self, keys: &[T]) -> Result<(), InsertBatchError> {
-        for (group, keys) in keys.chunks(BATCH).enumerate() {
-            let mut hashes = [0u64; BATCH];
+        // Hashes a group and starts loading its first buckets. A prefetch into a table
+        // that a doubling retires meanwhile is harmless.
+        let prefetch = |keys: &[T], hashes: &mut [u64; BATCH]| {
             for (hash, key) in hashes.iter_mut().zip(keys) {
                 *hash = self.hash(key);
             }
             let hashes = &hashes[..keys.len()];
-            // A prefetch of a table that a doubling retires meanwhile is harmless.
             self.current
                 .with(|table| with_table!(table, t => hashes.iter().for_each(|&h| t.prefetch_insert(h))));
-            for (i, &hash) in hashes.iter().enumerate() {
+        };
+        // Pipelined: the next group is prefetched before this one is inserted.
+        let mut groups = keys.chunks(BATCH).enumerate().peekable();
+        let (mut hashes, mut next) = ([0; BATCH], [0; BATCH]);
+        if let Some((_, keys)) = groups.peek() {
+            prefetch(keys, &mut next);
+        }
+        while let Some((group, keys)) = groups.next() {
+            std::mem::swap(&mut hashes, &mut next);
+            if let Some((_, keys)) = groups.peek() {
+                prefetch(keys, &mut next);
+            }
+            for (i, &hash) in hashes[..keys.len()].iter().enumerate() {
                 self.insert_hash(hash, false)
                     .map_err(|error| InsertBatchError { index: group * BATCH + i, error })?;
             }
@@ -530,8 +547,9 @@ impl CuckooFilter {
 
     /// Looks up every key of `keys`: `found[i] = self.contains(&keys[i])`. Faster than
     /// one `contains` per key when the filter is much larger than the CPU cache: keys are
-    /// taken in groups of [`BATCH`], and the buckets of a whole group are hashed and
-    /// prefetched before any is read, so the memory loads overlap instead of queueing.
+    /// taken in groups of [`BATCH`], and the buckets of the next group are hashed and
+    /// prefetched while this group's are read, so the memory loads overlap instead of
+    /// queueing.
     /// Lock-free, with the same guarantees as `contains` for each key.
     ///
     /// # Panics
@@ -550,7 +568,9 @@ impl CuckooFilter {
     /// ```
     pub fn contains_batch<T: Hash>(&self, keys: &[T], found: &mut [bool]) {
         assert_eq!(keys.len(), found.len(), "contains_batch: `found` must have one slot per key");
-        for (keys, found) in keys.chunks(BATCH).zip(found.chunks_mut(BATCH)) {
+        // Whole groups per table read (a read that a doubling retires is done again).
+        let keys_per_read = BATCH * PIPELINED;
+        for (keys, found) in keys.chunks(keys_per_read).zip(found.chunks_mut(keys_per_read)) {
             self.current
                 .read(|table| with_table!(table, t => t.contains_each(keys, |k| self.hash(k), found)));
         }

@@ -214,22 +214,35 @@ impl<S: Shape> Table<S> {
         self.holds_either(i1, fp << 1, || (g.second_bucket(i1, fp), fp << 1 | 1))
     }
 
-    /// [`Table::contains`] of each of `keys` (at most [`BATCH`]), hashed by `hash`, into
-    /// `found`: every key's buckets are worked out and prefetched before any is read, so
-    /// that their memory loads overlap instead of queueing.
+    /// [`Table::contains`] of each of `keys`, hashed by `hash`, into `found`, in groups of
+    /// [`BATCH`] keys, pipelined: the next group's buckets are worked out and prefetched
+    /// before this group's are read, so that their memory loads overlap this group's work
+    /// instead of queueing.
     #[inline]
     pub(crate) fn contains_each<K>(&self, keys: &[K], hash: impl Fn(&K) -> u64, found: &mut [bool]) {
-        let mut places = [(0, 0, 0); BATCH];
-        for (place, key) in places.iter_mut().zip(keys) {
-            let (i1, i2, v1) = self.geometry().lookup_place(hash(key), S::WINDOWED);
-            self.prefetch_bucket(i1);
-            self.prefetch_bucket(i2);
-            *place = (i1, i2, v1);
-        }
+        let place = |keys: &[K], places: &mut [(usize, usize, u64); BATCH]| {
+            for (place, key) in places.iter_mut().zip(keys) {
+                let (i1, i2, v1) = self.geometry().lookup_place(hash(key), S::WINDOWED);
+                self.prefetch_bucket(i1);
+                self.prefetch_bucket(i2);
+                *place = (i1, i2, v1);
+            }
+        };
         // The choice bit, which the second bucket's (or window's) lane value adds.
         let second = 1 << S::WINDOWED as u32;
-        for (found, &(i1, i2, v1)) in found.iter_mut().zip(&places) {
-            *found = self.holds_in_both(i1, v1, i2, v1 | second);
+        let mut groups = keys.chunks(BATCH).zip(found.chunks_mut(BATCH)).peekable();
+        let (mut places, mut next) = ([(0, 0, 0); BATCH], [(0, 0, 0); BATCH]);
+        if let Some((keys, _)) = groups.peek() {
+            place(keys, &mut next);
+        }
+        while let Some((_, found)) = groups.next() {
+            std::mem::swap(&mut places, &mut next);
+            if let Some((keys, _)) = groups.peek() {
+                place(keys, &mut next);
+            }
+            for (found, &(i1, i2, v1)) in found.iter_mut().zip(&places) {
+                *found = self.holds_in_both(i1, v1, i2, v1 | second);
+            }
         }
     }
 
