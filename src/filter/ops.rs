@@ -127,8 +127,11 @@ impl<S: Shape> Table<S> {
         if S::WINDOWED || !self.geometry().same_placement(other.geometry()) {
             return None;
         }
+        // Every bucket either table may read starts loading before the insert's lock,
+        // whose fence would otherwise wait out each load in turn.
         let p = self.probe(hash);
         other.prefetch_bucket(p.i1);
+        other.prefetch_bucket(p.i2);
         Some(match self.insert_unique(p) {
             Ok(true) => Ok(Some(other.contains_probe(p))),
             Ok(false) => Ok(None),
