@@ -33,8 +33,8 @@ pub(crate) const UNSTAMPED_REMOVE: bool = cfg!(cuckoo_gate_broken = "unstamped_r
 pub(crate) const DOUBLE_ROTATION: bool = cfg!(cuckoo_gate_broken = "double_rotation");
 /// A cache shard's reader goes in even while a writer holds the lock.
 pub(crate) const READER_IGNORES_WRITER: bool = cfg!(cuckoo_gate_broken = "reader_ignores_writer");
-/// A cache shard's reader drains the hits counted in the lock's state without taking the
-/// write lock.
+/// A cache shard's reader drains the hits and misses counted in the lock's state without
+/// taking the write lock.
 pub(crate) const UNLOCKED_DRAIN: bool = cfg!(cuckoo_gate_broken = "unlocked_drain");
 /// A cache load's waiter checks the load and registers its wake-up in two holds of the
 /// load's lock, so the load can finish, waking nobody, in between.
@@ -125,11 +125,13 @@ pub(crate) fn remove_unstamped<S: Shape>(table: &Table<S>, p: Probe) -> bool {
     true
 }
 
-/// [`UNLOCKED_DRAIN`]: moves the hits counted in the top quarter of a shard lock's `state`
-/// to `drained` with a load and two separate updates, so two readers draining at once both
-/// move the same hits.
-pub(crate) fn unlocked_drain(state: &AtomicU64, drained: &AtomicU64) {
-    let hits = state.load(Ordering::Relaxed) >> 48;
+/// [`UNLOCKED_DRAIN`]: moves the hits and misses counted in the top two quarters of a shard
+/// lock's `state` to `drained` and `drained_misses` with a load and separate updates, so
+/// two readers draining at once both move the same counts.
+pub(crate) fn unlocked_drain(state: &AtomicU64, drained: &AtomicU64, drained_misses: &AtomicU64) {
+    let now = state.load(Ordering::Relaxed);
+    let (hits, misses) = (now >> 48, now >> 32 & 0xFFFF);
     drained.fetch_add(hits, Ordering::Relaxed);
-    state.fetch_sub(hits << 48, Ordering::Relaxed);
+    drained_misses.fetch_add(misses, Ordering::Relaxed);
+    state.fetch_sub(hits << 48 | misses << 32, Ordering::Relaxed);
 }

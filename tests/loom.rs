@@ -695,6 +695,29 @@ fn cache_hits_survive_their_drain() {
     });
 }
 
+/// Misses counted in a cache shard's lock word, as [`cache_hits_survive_their_drain`] counts
+/// hits: three readers of an absent key, and no miss is lost or counted twice.
+#[test]
+#[cfg_attr(cuckoo_gate_broken = "unlocked_drain", should_panic(expected = "misses lost or counted twice"))]
+fn cache_misses_survive_their_drain() {
+    model(|| {
+        let cache = one_shard_cache();
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let cache = cache.clone();
+                thread::spawn(move || cache.get(&1))
+            })
+            .collect();
+        let mine = cache.get(&1);
+        for reader in readers {
+            assert_eq!(reader.join().unwrap(), None);
+        }
+        assert_eq!(mine, None);
+        let stats = cache.stats();
+        assert_eq!((stats.hits, stats.misses), (0, 3), "misses lost or counted twice");
+    });
+}
+
 /// Two writers on one shard: both updates land, one after the other.
 #[test]
 fn cache_writers_take_turns() {

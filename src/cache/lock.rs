@@ -168,7 +168,7 @@ impl<T> ShardLock<T> {
     #[inline(never)]
     pub(crate) fn drain_hits(&self) {
         if broken::UNLOCKED_DRAIN {
-            return broken::unlocked_drain(&self.state, &self.drained);
+            return broken::unlocked_drain(&self.state, &self.drained, &self.drained_misses);
         }
         drop(self.write());
     }
