@@ -99,9 +99,9 @@
 //!   (`Table::word`: a bucket's words, read and written, in range by the table's padding;
 //!   `Table::stripe_at` and `Table::stamp_of`: a stripe or a fingerprint class's stamp, in
 //!   range by its mask),
-//!   three hints in `src/primitive.rs` (the prefetch, used by
-//!   lookups, `contains_batch`, inserts and the cache; the request for huge pages on
-//!   Linux; the release of a retired table's pages), one SSE2 compare in
+//!   three hints in `src/primitive.rs` (the prefetch, used by lookups, `contains_batch`,
+//!   inserts, `insert_batch` and the cache; the request for huge pages on Linux; the
+//!   release of a retired table's pages), one SSE2 compare in
 //!   `src/filter/bucket.rs` (the cache's ghosts search eight 16-bit lanes at once) and the
 //!   cache shards' reader-writer lock in `src/cache/lock.rs` (handing out the shard under
 //!   it, with the cell accessors it uses in `src/primitive.rs`); each block has its safety

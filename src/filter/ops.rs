@@ -89,6 +89,7 @@ impl<S: Shape> Table<S> {
     /// torn into one) is checked again under both locks, as are full first buckets.
     #[inline]
     fn insert_unique(&self, p: Probe) -> Result<bool, Refused> {
+        debug_assert!(!S::WINDOWED, "a window's entry can move within it under its own stripe");
         let lanes = self.lanes();
         self.prefetch_bucket(p.i1);
         self.prefetch_bucket(p.i2);
