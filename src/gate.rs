@@ -66,6 +66,17 @@ fn check_mask(capacity: usize) -> u64 {
     }
 }
 
+/// What a recording answers (see [`SeenBefore::record_inner`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Records, and answers nothing (`false`).
+    Record,
+    /// Records, and answers whether the key was seen before.
+    Ask,
+    /// As `Ask`, and forgets a key seen before instead of keeping it recorded.
+    Admit,
+}
+
 /// Default false-positive rate of the gate: 1% of one-hit wonders slip through as "seen".
 pub const DEFAULT_GATE_FALSE_POSITIVE_RATE: f64 = 0.01;
 
@@ -317,12 +328,19 @@ impl SeenBefore {
     /// [`hash`](Self::hash) of the key, or any well-mixed 64-bit hash of it (such as a
     /// cache's own), used the same way for the key every time.
     pub fn check_and_record_hash(&self, hash: u64) -> bool {
-        self.record_inner(hash, true)
+        self.record_inner(hash, Step::Ask)
     }
 
-    /// Records `hash` in the current generation; with `ask`, answers whether it was seen
-    /// before (otherwise `false`, without reading the previous generation).
-    fn record_inner(&self, hash: u64, ask: bool) -> bool {
+    /// [`check_and_record_hash`](Self::check_and_record_hash), and a key seen before is
+    /// forgotten (as [`take_hash`](Self::take_hash) forgets it) in the same hold of the
+    /// gate's lock: a cache's admission, which forgets the keys it admits.
+    pub(crate) fn admit_hash(&self, hash: u64) -> bool {
+        self.record_inner(hash, Step::Admit)
+    }
+
+    /// Records `hash` in the current generation and answers as `step` asks.
+    fn record_inner(&self, hash: u64, step: Step) -> bool {
+        let ask = step != Step::Record;
         let mut refusals = 0;
         loop {
             let full = {
@@ -337,6 +355,20 @@ impl SeenBefore {
                     current.insert_unique_hashed(hash).map(|new| new.then_some(false))
                 };
                 match recorded {
+                    // In the previous generation only, and copied into the current one:
+                    // forgotten in both, so the copy is not counted.
+                    Ok(Some(true)) if step == Step::Admit => {
+                        current.remove_hashed(hash);
+                        previous.remove_hashed(hash);
+                        return true;
+                    }
+                    Ok(None) if step == Step::Admit => {
+                        current.remove_hashed(hash);
+                        if previous.contains_hashed(hash) {
+                            previous.remove_hashed(hash);
+                        }
+                        return true;
+                    }
                     Ok(Some(seen)) => {
                         self.recorded.add(0);
                         let check = hash.rotate_left(32) & self.check_mask == 0;
@@ -358,7 +390,11 @@ impl SeenBefore {
                     Err(_) => {
                         refusals += 1;
                         if refusals == MAX_REFUSALS {
-                            return ask && previous.contains_hashed(hash);
+                            let seen = ask && previous.contains_hashed(hash);
+                            if seen && step == Step::Admit {
+                                previous.remove_hashed(hash);
+                            }
+                            return seen;
                         }
                         drop(generations);
                         yield_now();
@@ -383,13 +419,13 @@ impl SeenBefore {
     /// # Ok::<(), cuckoo_gate::BuildError>(())
     /// ```
     pub fn record<T: Hash + ?Sized>(&self, key: &T) {
-        self.record_inner(self.hash(key), false);
+        self.record_inner(self.hash(key), Step::Record);
     }
 
     /// [`record`](Self::record) for a key already hashed (see
     /// [`check_and_record_hash`](Self::check_and_record_hash)).
     pub fn record_hash(&self, hash: u64) {
-        self.record_inner(hash, false);
+        self.record_inner(hash, Step::Record);
     }
 
     /// Whether `key` was seen, without recording it.
@@ -602,5 +638,32 @@ impl SeenBefore {
             rotations: generations.rotations,
             memory_bytes: generations.filters.iter().map(CuckooFilter::memory_usage).sum(),
         }
+    }
+}
+
+#[cfg(all(test, not(cuckoo_gate_loom)))]
+mod tests {
+    use super::SeenBefore;
+
+    /// A cache's admission: a first sighting is recorded; a second is admitted and the key
+    /// forgotten, in whichever generations held it, so that the next is a first sighting
+    /// again and nothing is left behind.
+    #[test]
+    fn admission_forgets_what_it_admits() {
+        let gate = SeenBefore::builder().capacity(1_000).seed(5).build().unwrap();
+        let [a, b, c] = [1u64, 2, 3].map(|k| gate.hash(&k));
+        assert!(!gate.admit_hash(a));
+        assert!(gate.admit_hash(a));
+        assert!(!gate.contains_hash(a));
+        assert!(!gate.admit_hash(a));
+        // `b` in the previous generation only, `c` in both.
+        gate.record_hash(b);
+        gate.record_hash(c);
+        let rotations = gate.generations.read().rotations;
+        gate.rotate(rotations);
+        gate.record_hash(c);
+        assert!(gate.admit_hash(b) && gate.admit_hash(c));
+        assert!(!gate.contains_hash(b) && !gate.contains_hash(c));
+        assert_eq!(gate.stats().len, 1, "only `a`'s last first sighting is held");
     }
 }

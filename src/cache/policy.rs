@@ -495,12 +495,7 @@ impl Policy {
                 s3fifo.admit(store, hash, weight, self.capacity)
             }
             (None, Some(gate)) if self.kind == AdmissionPolicy::SecondHit => {
-                if gate.check_and_record_hash(hash) {
-                    gate.take_hash(hash);
-                    Some(Queue::Main)
-                } else {
-                    None
-                }
+                gate.admit_hash(hash).then_some(Queue::Main)
             }
             // Always; SecondHit always has its gate.
             _ => Some(Queue::Main),
