@@ -160,6 +160,30 @@ pub const BATCH: usize = 16;
 /// the table.
 const PIPELINED: usize = 64;
 
+/// Runs `consume` on each of `groups` with what `prepare` made of it, preparing the next
+/// group before consuming this one, so that the next group's prefetches overlap this
+/// group's work; stops at `consume`'s first error. `buffers` hold what `prepare` makes.
+#[inline(always)]
+pub(crate) fn pipelined<G, B, E>(
+    groups: impl Iterator<Item = G>,
+    [mut this, mut next]: [B; 2],
+    mut prepare: impl FnMut(&G, &mut B),
+    mut consume: impl FnMut(G, &B) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut groups = groups.peekable();
+    if let Some(group) = groups.peek() {
+        prepare(group, &mut next);
+    }
+    while let Some(group) = groups.next() {
+        std::mem::swap(&mut this, &mut next);
+        if let Some(upcoming) = groups.peek() {
+            prepare(upcoming, &mut next);
+        }
+        consume(group, &this)?;
+    }
+    Ok(())
+}
+
 /// A concurrent cuckoo filter: an approximate set of keys with deletion.
 ///
 /// `contains` never misses a key that was inserted and not removed (no false negatives),
@@ -386,23 +410,18 @@ impl CuckooFilter {
             self.current
                 .with(|table| with_table!(table, t => hashes.iter().for_each(|&h| t.prefetch_insert(h))));
         };
-        // Pipelined: the next group is prefetched before this one is inserted.
-        let mut groups = keys.chunks(BATCH).enumerate().peekable();
-        let (mut hashes, mut next) = ([0; BATCH], [0; BATCH]);
-        if let Some((_, keys)) = groups.peek() {
-            prefetch(keys, &mut next);
-        }
-        while let Some((group, keys)) = groups.next() {
-            std::mem::swap(&mut hashes, &mut next);
-            if let Some((_, keys)) = groups.peek() {
-                prefetch(keys, &mut next);
-            }
-            for (i, &hash) in hashes[..keys.len()].iter().enumerate() {
-                self.insert_hash(hash, false)
-                    .map_err(|error| InsertBatchError { index: group * BATCH + i, error })?;
-            }
-        }
-        Ok(())
+        pipelined(
+            keys.chunks(BATCH).enumerate(),
+            [[0; BATCH]; 2],
+            |&(_, keys), hashes| prefetch(keys, hashes),
+            |(group, keys), hashes| {
+                for (i, &hash) in hashes[..keys.len()].iter().enumerate() {
+                    self.insert_hash(hash, false)
+                        .map_err(|error| InsertBatchError { index: group * BATCH + i, error })?;
+                }
+                Ok(())
+            },
+        )
     }
 
     /// Adds `key` unless it is already present. Returns `true` if it was added now, `false`

@@ -8,12 +8,14 @@
 //! on, and the filter repeats it once the doubling (or snapshot) that froze the table is
 //! done.
 
+use std::convert::Infallible;
+
 use super::bucket::{Lanes, Shape};
 use super::hash::Probe;
 use super::relocate;
 use super::stripe::Frozen;
 use super::table::Table;
-use super::BATCH;
+use super::{pipelined, BATCH};
 use crate::broken;
 use crate::primitive::Ordering;
 
@@ -234,20 +236,18 @@ impl<S: Shape> Table<S> {
         };
         // The choice bit, which the second bucket's (or window's) lane value adds.
         let second = 1 << S::WINDOWED as u32;
-        let mut groups = keys.chunks(BATCH).zip(found.chunks_mut(BATCH)).peekable();
-        let (mut places, mut next) = ([(0, 0, 0); BATCH], [(0, 0, 0); BATCH]);
-        if let Some((keys, _)) = groups.peek() {
-            place(keys, &mut next);
-        }
-        while let Some((_, found)) = groups.next() {
-            std::mem::swap(&mut places, &mut next);
-            if let Some((keys, _)) = groups.peek() {
-                place(keys, &mut next);
-            }
-            for (found, &(i1, i2, v1)) in found.iter_mut().zip(&places) {
-                *found = self.holds_in_both(i1, v1, i2, v1 | second);
-            }
-        }
+        let groups = keys.chunks(BATCH).zip(found.chunks_mut(BATCH));
+        let Ok(()) = pipelined::<_, _, Infallible>(
+            groups,
+            [[(0, 0, 0); BATCH]; 2],
+            |(keys, _), places| place(keys, places),
+            |(_, found), places| {
+                for (found, &(i1, i2, v1)) in found.iter_mut().zip(places) {
+                    *found = self.holds_in_both(i1, v1, i2, v1 | second);
+                }
+                Ok(())
+            },
+        );
     }
 
     /// [`Table::contains`] for a key already probed.
