@@ -669,6 +669,17 @@ fn cache_reader_and_writer_never_overlap() {
     });
 }
 
+/// `cache.get(&key)` on two spawned threads and this one at once: their answers.
+fn get_on_three_threads(cache: &Arc<cuckoo_gate::AdmissionCache<u64, u64>>, key: u64) -> [Option<u64>; 3] {
+    let readers = [(); 2].map(|()| {
+        let cache = cache.clone();
+        thread::spawn(move || cache.get(&key))
+    });
+    let mine = cache.get(&key);
+    let [first, second] = readers.map(|reader| reader.join().unwrap());
+    [first, second, mine]
+}
+
 /// Hits counted in a cache shard's lock word by readers on three threads: the reader that
 /// takes the count past the drain mark (the second hit under loom) moves it out under the write
 /// lock, and no hit is lost or counted twice, whichever reader gets there and whatever
@@ -679,17 +690,7 @@ fn cache_hits_survive_their_drain() {
     model(|| {
         let cache = one_shard_cache();
         let _ = cache.insert(1u64, 1u64);
-        let readers: Vec<_> = (0..2)
-            .map(|_| {
-                let cache = cache.clone();
-                thread::spawn(move || cache.get(&1))
-            })
-            .collect();
-        let mine = cache.get(&1);
-        for reader in readers {
-            assert_eq!(reader.join().unwrap(), Some(1));
-        }
-        assert_eq!(mine, Some(1));
+        assert_eq!(get_on_three_threads(&cache, 1), [Some(1); 3]);
         let stats = cache.stats();
         assert_eq!((stats.hits, stats.misses), (3, 0), "hits lost or counted twice");
     });
@@ -702,17 +703,7 @@ fn cache_hits_survive_their_drain() {
 fn cache_misses_survive_their_drain() {
     model(|| {
         let cache = one_shard_cache();
-        let readers: Vec<_> = (0..2)
-            .map(|_| {
-                let cache = cache.clone();
-                thread::spawn(move || cache.get(&1))
-            })
-            .collect();
-        let mine = cache.get(&1);
-        for reader in readers {
-            assert_eq!(reader.join().unwrap(), None);
-        }
-        assert_eq!(mine, None);
+        assert_eq!(get_on_three_threads(&cache, 1), [None; 3]);
         let stats = cache.stats();
         assert_eq!((stats.hits, stats.misses), (0, 3), "misses lost or counted twice");
     });
