@@ -237,7 +237,8 @@ impl<S: Shape> Table<S> {
         // The choice bit, which the second bucket's (or window's) lane value adds.
         let second = 1 << S::WINDOWED as u32;
         let groups = keys.chunks(BATCH).zip(found.chunks_mut(BATCH));
-        let Ok(()) = pipelined::<_, _, Infallible>(
+        // `let Ok(()) = ...` would need Rust 1.82 (empty patterns); the crate builds on 1.80.
+        if let Err(never) = pipelined::<_, _, Infallible>(
             groups,
             [[(0, 0, 0); BATCH]; 2],
             |(keys, _), places| place(keys, places),
@@ -247,7 +248,9 @@ impl<S: Shape> Table<S> {
                 }
                 Ok(())
             },
-        );
+        ) {
+            match never {}
+        }
     }
 
     /// [`Table::contains`] for a key already probed.
