@@ -24,7 +24,7 @@ over=0
 # reference benchmark's fill), and inserts from 57.5% to 62.5% load (no budget); a
 # SeenBefore gate's check_and_record of a first sighting and of a key seen in its current
 # generation (bucket layout only).
-for row in "absent 524288 1048576 103" "batch 524288 1048576 112" "present 524288 1048576 65" "fill 0 600 151" "insert 15000 30000 -" \
+for row in "absent 524288 1048576 103" "batch 524288 1048576 109" "present 524288 1048576 65" "fill 0 600 151" "insert 15000 30000 -" \
     "record 262144 524288 362" "seen 262144 524288 240"; do
     read -r op n1 n2 budget <<<"$row"
     case "$op" in record | seen) [ -z "$layout" ] || continue ;; esac

@@ -166,20 +166,24 @@ const PIPELINED: usize = 64;
 #[inline(always)]
 pub(crate) fn pipelined<G, B, E>(
     groups: impl Iterator<Item = G>,
-    [mut this, mut next]: [B; 2],
+    mut buffers: [B; 2],
     mut prepare: impl FnMut(&G, &mut B),
     mut consume: impl FnMut(G, &B) -> Result<(), E>,
 ) -> Result<(), E> {
     let mut groups = groups.peekable();
     if let Some(group) = groups.peek() {
-        prepare(group, &mut next);
+        prepare(group, &mut buffers[0]);
     }
+    // The buffers take turns by the group's parity (swapping them would copy both).
+    let mut this = 0;
     while let Some(group) = groups.next() {
-        std::mem::swap(&mut this, &mut next);
+        let [even, odd] = &mut buffers;
+        let (current, next) = if this == 0 { (even, odd) } else { (odd, even) };
         if let Some(upcoming) = groups.peek() {
-            prepare(upcoming, &mut next);
+            prepare(upcoming, next);
         }
-        consume(group, &this)?;
+        consume(group, current)?;
+        this ^= 1;
     }
     Ok(())
 }
