@@ -7,18 +7,18 @@
 //! cargo run --release --features pingora --example pingora_cdn -- --trace FILE  # key and size per line
 //! ```
 //!
-//! Three parts on 127.0.0.1: an origin (axum) that answers `/o/KEY?size=SIZE` with SIZE bytes,
-//! cacheable for an hour, and counts what it serves; one Pingora node (pingora-proxy,
-//! `MemCache` storage) per configuration and cache size, each on its own port; and a
-//! client (reqwest, 4 requests in flight, never two for one key: the second waits, as
-//! behind a cache lock) that replays the workload through each node in turn and times
-//! every request. The node's cache key is the path, `/o/KEY`: a trace's key is its object,
-//! as in `examples/replay.rs` and every cache simulator, so a request whose size differs
-//! from the one the node holds is a hit on the version held (objects change size in real
-//! traces: 8.7% of `adaptsize_cdn`'s requests ask for a size other than their key's first). A miss goes to the origin, so
-//! the hit ratios are 1 - origin requests / requests and 1 - origin bytes / bytes
-//! requested. A storage write is an object Pingora finished writing and handed to its
-//! eviction manager (`admit`).
+//! Three parts on 127.0.0.1: an origin (axum) that answers `/o/KEY?size=SIZE` with SIZE
+//! bytes, cacheable for an hour, and counts what it serves; one Pingora node
+//! (pingora-proxy, `MemCache` storage) per configuration and cache size, each on its own
+//! port; and a client (reqwest, 4 requests in flight, never two for one key: the second
+//! waits, as behind a cache lock) that replays the workload through each node in turn and
+//! times every request. The node's cache key is the path, `/o/KEY`: a trace's key is its
+//! object, as in `examples/replay.rs` and every cache simulator, so a request whose size
+//! differs from the one the node holds is a hit on the version held (objects change size in
+//! real traces: 8.7% of `adaptsize_cdn`'s requests ask for a size other than their key's
+//! first). A miss goes to the origin, so the hit ratios are 1 - origin requests / requests
+//! and 1 - origin bytes / bytes requested. A storage write is an object Pingora finished
+//! writing and handed to its eviction manager (`admit`).
 //!
 //! The built-in workload: 50,000 requests, half for objects never requested again, half
 //! Zipf(0.8) over 5,000 objects; sizes log-normal (median 8 KiB), 1 KiB to 1 MiB, fixed

@@ -175,15 +175,15 @@ pub(crate) fn pipelined<G, B, E>(
         prepare(group, &mut buffers[0]);
     }
     // The buffers take turns by the group's parity (swapping them would copy both).
-    let mut this = 0;
+    let mut odd_turn = false;
     while let Some(group) = groups.next() {
         let [even, odd] = &mut buffers;
-        let (current, next) = if this == 0 { (even, odd) } else { (odd, even) };
+        let (current, next) = if odd_turn { (odd, even) } else { (even, odd) };
         if let Some(upcoming) = groups.peek() {
             prepare(upcoming, next);
         }
         consume(group, current)?;
-        this ^= 1;
+        odd_turn = !odd_turn;
     }
     Ok(())
 }
