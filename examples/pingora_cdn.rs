@@ -1,6 +1,7 @@
 //! A Pingora CDN node over loopback, stock and with this crate's pieces: the seen-before
 //! gate as its admission policy ([`SecondRequest`]), S3-FIFO as its eviction manager
-//! ([`S3FifoManager`]), and both, against stock Pingora (its LRU manager, no admission).
+//! ([`S3FifoManager`]), and both, against stock Pingora (its LRU manager, no admission)
+//! and against the policy the gate approximates (an exact second request, unbounded memory).
 //!
 //! ```text
 //! cargo run --release --features pingora --example pingora_cdn                  # built-in workload
@@ -49,8 +50,9 @@ use axum::http::{header, Uri};
 use axum::routing::get;
 use cuckoo_gate::pingora::{S3FifoManager, SecondRequest};
 use cuckoo_gate::SeenBefore;
-use pingora_cache::admission::AdmissionPolicy;
+use pingora_cache::admission::{AdmissionPolicy, Decision};
 use pingora_cache::eviction::{lru, CacheEntryKey, CacheEntryKeyRef, EvictionManager};
+use pingora_cache::key::CacheHashKey;
 use pingora_cache::{CacheKey, CacheMeta, MemCache, NoCacheReason, RespCacheable};
 use pingora_core::server::Server;
 use pingora_core::upstreams::peer::HttpPeer;
@@ -182,6 +184,46 @@ impl EvictionManager for Counted {
     }
 }
 
+/// The policy the gate approximates, for comparison: an exact second request with
+/// unbounded memory. Every key ever asked for is kept (`combined_bin()`, 16 bytes); a key's
+/// first request is deferred, every later one written.
+#[derive(Default)]
+struct ExactSecond(Mutex<HashSet<[u8; 16]>>);
+
+impl AdmissionPolicy for ExactSecond {
+    fn observe(&self, key: &CacheKey) -> Decision {
+        match self.0.lock().unwrap().insert(key.combined_bin()) {
+            true => Decision::Defer { observed: 1 },
+            false => Decision::Ready { observed: 2 },
+        }
+    }
+}
+
+/// An admission policy of a node: the gate, or the exact policy it approximates.
+#[derive(Clone, Copy)]
+enum Admission {
+    Gate(&'static SecondRequest),
+    Exact(&'static ExactSecond),
+}
+
+impl Admission {
+    fn policy(self) -> &'static dyn AdmissionPolicy {
+        match self {
+            Admission::Gate(gate) => gate,
+            Admission::Exact(exact) => exact,
+        }
+    }
+
+    /// Bytes the policy holds: the gate's filters, or the exact set's table (16 bytes and
+    /// a control byte per slot).
+    fn memory(self) -> usize {
+        match self {
+            Admission::Gate(gate) => gate.gate().stats().memory_bytes,
+            Admission::Exact(exact) => exact.0.lock().unwrap().capacity() * 17,
+        }
+    }
+}
+
 /// One node: its storage, eviction manager and admission policy. Pingora takes them as
 /// `&'static`; a service would hold each in a `static` (`LazyLock`), the example makes one
 /// set per configuration and cache size, and leaks them.
@@ -189,7 +231,7 @@ struct Node {
     origin: SocketAddr,
     storage: &'static MemCache,
     eviction: &'static Counted,
-    admission: Option<&'static SecondRequest>,
+    admission: Option<Admission>,
 }
 
 #[async_trait]
@@ -205,7 +247,7 @@ impl ProxyHttp for Node {
     fn request_cache_filter(&self, session: &mut Session, _: &mut ()) -> pingora_core::Result<()> {
         session.cache.enable(self.storage, Some(self.eviction), None, None, None);
         if let Some(admission) = self.admission {
-            session.cache.set_admission_policy(admission as &'static dyn AdmissionPolicy);
+            session.cache.set_admission_policy(admission.policy());
         }
         Ok(())
     }
@@ -221,12 +263,18 @@ impl ProxyHttp for Node {
         _: &mut (),
     ) -> pingora_core::Result<RespCacheable> {
         // A first sighting is written or not by its size (AdaptSize's rule), now known.
-        if let (Some(admission), Some(key)) = (self.admission, session.cache.maybe_cache_key()) {
-            let size =
-                response.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse().ok());
-            if !admission.admit_response(key, session.cache.admission_decision(), size) {
-                return Ok(RespCacheable::Uncacheable(NoCacheReason::Deferred));
+        let decision = session.cache.admission_decision();
+        let admitted = match (self.admission, session.cache.maybe_cache_key()) {
+            (Some(Admission::Gate(gate)), Some(key)) => {
+                let size =
+                    response.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse().ok());
+                gate.admit_response(key, decision, size)
             }
+            (Some(Admission::Exact(_)), _) => !matches!(decision, Some(Decision::Defer { .. })),
+            _ => true,
+        };
+        if !admitted {
+            return Ok(RespCacheable::Uncacheable(NoCacheReason::Deferred));
         }
         let now = SystemTime::now();
         let meta = CacheMeta::new(now + Duration::from_secs(3_600), now, 0, 0, response.clone());
@@ -243,10 +291,11 @@ enum Config {
     Gate,
     S3Fifo,
     Both,
+    Exact,
 }
 
 impl Config {
-    const ALL: [Config; 4] = [Config::Stock, Config::Gate, Config::S3Fifo, Config::Both];
+    const ALL: [Config; 5] = [Config::Stock, Config::Gate, Config::S3Fifo, Config::Both, Config::Exact];
 
     fn name(self) -> &'static str {
         match self {
@@ -254,6 +303,7 @@ impl Config {
             Config::Gate => "gate + LRU",
             Config::S3Fifo => "S3-FIFO",
             Config::Both => "gate + S3-FIFO",
+            Config::Exact => "exact second request + LRU",
         }
     }
 }
@@ -263,7 +313,7 @@ struct Planned {
     percent: u64,
     port: u16,
     eviction: &'static Counted,
-    admission: Option<&'static SecondRequest>,
+    admission: Option<Admission>,
 }
 
 fn free_port() -> u16 {
@@ -279,7 +329,9 @@ fn plan(
     scale: u64,
 ) -> Planned {
     let eviction: Box<dyn EvictionManager + Sync> = match config {
-        Config::Stock | Config::Gate => Box::new(lru::Manager::<16>::with_capacity(limit, objects)),
+        Config::Stock | Config::Gate | Config::Exact => {
+            Box::new(lru::Manager::<16>::with_capacity(limit, objects))
+        }
         Config::S3Fifo | Config::Both => {
             Box::new(S3FifoManager::builder(limit).estimated_entries(objects).build().expect("a manager"))
         }
@@ -305,8 +357,9 @@ fn plan(
                 Some(scale) => policy.first_sight_scale(scale),
                 None => policy,
             };
-            Some(&*Box::leak(Box::new(policy)))
+            Some(Admission::Gate(Box::leak(Box::new(policy))))
         }
+        Config::Exact => Some(Admission::Exact(Box::leak(Box::default()))),
         _ => None,
     };
     Planned { config, percent, port: free_port(), eviction, admission }
@@ -507,7 +560,7 @@ fn main() {
     let workload = Arc::new(workload);
     let budget = Duration::from_secs(seconds);
     println!(
-        "\n| storage | config | object hit | byte hit | storage writes | MB written | origin requests | origin MB | requests/s | p99 ms | gate memory |"
+        "\n| storage | config | object hit | byte hit | storage writes | MB written | origin requests | origin MB | requests/s | p99 ms | policy memory |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut failed = Vec::new();
@@ -521,9 +574,8 @@ fn main() {
         let byte_hit = 1.0 - outcome.origin_bytes as f64 / outcome.bytes.max(1) as f64;
         let writes = planned.eviction.writes.load(Ordering::Relaxed);
         let written = planned.eviction.written.load(Ordering::Relaxed);
-        let memory = planned
-            .admission
-            .map_or("-".to_string(), |a| format!("{:.0} KB", a.gate().stats().memory_bytes as f64 / 1e3));
+        let memory =
+            planned.admission.map_or("-".to_string(), |a| format!("{:.0} KB", a.memory() as f64 / 1e3));
         println!(
             "| {}% | {} | {:.4} | {:.4} | {} | {:.1} | {} | {:.1} | {:.0} | {:.2} | {}{} |",
             planned.percent,
