@@ -995,7 +995,7 @@ mod tests {
             let cache = AdmissionCache::<u64, u64>::builder().capacity(1_000).shards(shards).build().unwrap();
             let hashes = [0, 1, 0xFFFF_FFFF, 0x8000_0000, u64::MAX, u64::MAX << 32, 0x1234_5678_9ABC_DEF0];
             for hash in hashes {
-                let index = ((hash & 0xFFFF_FFFF) * shards as u64 >> 32) as usize;
+                let index = (((hash & 0xFFFF_FFFF) * shards as u64) >> 32) as usize;
                 assert!(
                     std::ptr::eq(cache.shard(hash), &*cache.shards[index]),
                     "{shards} shards, hash {hash:#x}"
