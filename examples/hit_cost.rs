@@ -21,7 +21,9 @@
 //! call named. Writes: `insert`, `insert-ttl` (a time to live of an hour) and
 //! `get-or-insert-miss` (`get_or_insert_with`, every call a miss) fill a cache of
 //! capacity 100k with 100k keys, then write N new keys, each evicting one.
-//! `read-through`: a cold cache of 100k entries (the default builder) serves the first N
+//! `quick-cache-insert` writes as `insert` does into quick_cache 0.7's `sync::Cache`
+//! (the peer, as a user builds it: `Cache::new(100_000)`), for the same count of the
+//! peer's write. `read-through`: a cold cache of 100k entries (the default builder) serves the first N
 //! of 1M requests drawn from Zipf 0.99 over 1M keys, a `get` and, on a miss, an `insert`
 //! (about 3 in 4 hit). Setup is the same for every N, so the difference in instructions
 //! between two values of N is the cost of the added calls alone.
@@ -42,7 +44,7 @@ const STREAM: usize = 1_000_000;
 const UNIVERSE: usize = 1_000_000;
 
 /// The calls measured.
-const CALLS: [&str; 12] = [
+const CALLS: [&str; 13] = [
     "get",
     "get-or-insert",
     "get-or-insert-async",
@@ -54,6 +56,7 @@ const CALLS: [&str; 12] = [
     "insert",
     "insert-ttl",
     "get-or-insert-miss",
+    "quick-cache-insert",
     "read-through",
 ];
 
@@ -69,6 +72,9 @@ fn main() {
     };
     if call == "read-through" {
         return read_through(n);
+    }
+    if call == "quick-cache-insert" {
+        return quick_cache_writes(n);
     }
     let writes = matches!(call.as_str(), "insert" | "insert-ttl" | "get-or-insert-miss");
     let builder = AdmissionCache::builder().capacity(if writes { KEYS } else { 2 * KEYS }).seed(1);
@@ -92,17 +98,22 @@ fn main() {
         lone_async_hits(&cache, n)
     } else {
         // Decided once, so that every call pays the same for the choice in the loop.
-        let loading = call.starts_with("get-or-insert");
-        let mut hits = 0u64;
-        for key in keys(n) {
-            let found =
-                if loading { get_or_insert(&cache, black_box(key)) } else { get(&cache, black_box(key)) };
-            hits += u64::from(found == Some(key));
-        }
-        hits
+        hits(&cache, n, call.starts_with("get-or-insert"))
     };
     println!("{call}: {hits} hits of {n}");
     assert_eq!(hits, n, "a resident key missed");
+}
+
+/// Looks up `n` resident keys through `get_or_insert_with` if `loading`, else `get`; how
+/// many were found. Out of line, so that its loop is the same whatever else `main` does.
+#[inline(never)]
+fn hits(cache: &AdmissionCache<u64, u64>, n: u64, loading: bool) -> u64 {
+    let mut hits = 0u64;
+    for key in keys(n) {
+        let found = if loading { get_or_insert(cache, black_box(key)) } else { get(cache, black_box(key)) };
+        hits += u64::from(found == Some(key));
+    }
+    hits
 }
 
 /// The loop of `main` through `get_or_insert_async`, as a task runs it: one future that
@@ -138,6 +149,15 @@ fn lone_async_hits(cache: &AdmissionCache<u64, u64>, n: u64) -> u64 {
         hits += u64::from(found == Some(key));
     }
     hits
+}
+
+/// `quick-cache-insert`: `n` new keys written into a full quick_cache of [`KEYS`] entries,
+/// each evicting one.
+fn quick_cache_writes(n: u64) {
+    let cache = quick_cache::sync::Cache::<u64, u64>::new(KEYS as usize);
+    (0..KEYS).for_each(|k| cache.insert(k, k));
+    (KEYS..KEYS + n).for_each(|key| quick_cache_insert(&cache, black_box(key)));
+    println!("quick-cache-insert: {n} new keys written; {} held", cache.len());
 }
 
 /// `read-through`: the first `n` requests of the stream into a cold cache.
@@ -226,6 +246,11 @@ fn write_new(cache: &AdmissionCache<u64, u64>, n: u64, loading: bool) -> usize {
 #[inline(never)]
 fn insert(cache: &AdmissionCache<u64, u64>, key: u64) -> bool {
     cache.insert(key, key) == cuckoo_gate::Admission::Admitted
+}
+
+#[inline(never)]
+fn quick_cache_insert(cache: &quick_cache::sync::Cache<u64, u64>, key: u64) {
+    cache.insert(key, key);
 }
 
 #[inline(never)]
