@@ -21,9 +21,9 @@
 //! call named. Writes: `insert`, `insert-ttl` (a time to live of an hour) and
 //! `get-or-insert-miss` (`get_or_insert_with`, every call a miss) fill a cache of
 //! capacity 100k with 100k keys, then write N new keys, each evicting one.
-//! `quick-cache-insert` writes as `insert` does into quick_cache 0.7's `sync::Cache`
-//! (the peer, as a user builds it: `Cache::new(100_000)`), for the same count of the
-//! peer's write. `read-through`: a cold cache of 100k entries (the default builder) serves the first N
+//! `quick-cache-insert` writes N new keys as `insert` does, into quick_cache 0.7's full
+//! `sync::Cache::new(100_000)` (the peer, as a user builds it), to count the peer's write.
+//! `read-through`: a cold cache of 100k entries (the default builder) serves the first N
 //! of 1M requests drawn from Zipf 0.99 over 1M keys, a `get` and, on a miss, an `insert`
 //! (about 3 in 4 hit). Setup is the same for every N, so the difference in instructions
 //! between two values of N is the cost of the added calls alone.

@@ -110,6 +110,7 @@ impl BloomGhosts {
             return;
         }
         let place = self.locate(hash);
+        // `current` is 0 or 1; the mask lets the compiler see it, and drop the check.
         let current = self.current & 1;
         self.pair(place.word)[current] |= place.bits;
         self.recorded += 1;
